@@ -1,0 +1,168 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermesd/hermesd/messages"
+)
+
+// helpText lists the commands every platform understands. They are answered
+// by the session itself, without calling the model.
+const helpText = `Commands:
+/help — this list
+/status — what this conversation is doing
+/stop — cancel the running reply (and anything it started)
+/new or /reset — start a fresh conversation
+/voice on|off|tts|status — on: speak when you send voice (default); tts: speak every reply; off: never
+/busy interrupt|queue|steer — what a message does while I'm still answering: interrupt and restart with both (default), wait its turn, or steer the running answer`
+
+// parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
+// slash followed by a letter is a command, so "/ 2" or a path stays text.
+func parseCommand(text string) (cmd, arg string, ok bool) {
+	t := strings.TrimSpace(text)
+	if len(t) < 2 || t[0] != '/' || !isLetter(t[1]) {
+		return "", "", false
+	}
+	head, rest, _ := strings.Cut(t[1:], " ")
+	if i := strings.IndexByte(head, '@'); i >= 0 {
+		head = head[:i]
+	}
+	return strings.ToLower(head), strings.TrimSpace(rest), true
+}
+
+// IsCommand reports whether text is a slash command. The edge uses it to keep
+// commands out of the conversation history.
+func IsCommand(text string) bool {
+	_, _, ok := parseCommand(text)
+	return ok
+}
+
+// startsNewConversation reports whether text is /new or /reset, which the
+// edge applies to the store before routing so later messages land in the
+// new conversation.
+func startsNewConversation(text string) bool {
+	cmd, _, ok := parseCommand(text)
+	return ok && (cmd == "new" || cmd == "reset")
+}
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+
+func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, arg string) {
+	switch cmd {
+	case "help", "start", "commands":
+		a.reply(c, m, helpText)
+	case "status":
+		a.reply(c, m, a.status())
+	case "stop":
+		a.stop(c, m)
+	case "new", "reset":
+		ids := []string{m.GetMessageId()}
+		if a.turn != nil {
+			ids = append(answers(a.turn.inputs), ids...)
+			a.cancelTurn(c, "reset")
+		}
+		a.queued = nil
+		a.history = nil
+		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "✨ Started a new conversation.", Answers: ids, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
+	case "voice":
+		a.voiceCommand(c, m, arg)
+	case "busy":
+		if arg == "" {
+			a.reply(c, m, fmt.Sprintf("Busy policy: %s. Use /busy interrupt|queue|steer.", a.busy))
+			return
+		}
+		p, ok := ParseBusyPolicy(strings.ToLower(arg))
+		if !ok {
+			a.reply(c, m, fmt.Sprintf("Unknown busy policy %q. Use /busy interrupt|queue|steer.", arg))
+			return
+		}
+		a.busy = p
+		a.saveSettings(c)
+		a.reply(c, m, fmt.Sprintf("Busy policy set to %s.", p))
+	default:
+		a.reply(c, m, fmt.Sprintf("Unknown command /%s. Send /help for the list.", cmd))
+	}
+}
+
+// stop cancels the running turn and everything it started; the session is
+// quiet as soon as this returns (late results of that turn are ignored).
+func (a *session) stop(c actor.Context, m *messages.UserMessage) {
+	if a.turn == nil && len(a.queued) == 0 {
+		a.reply(c, m, "Nothing is running.")
+		return
+	}
+	ids := []string{m.GetMessageId()}
+	if a.turn != nil {
+		ids = append(answers(a.turn.inputs), ids...)
+		a.cancelTurn(c, "stopped")
+	}
+	ids = append(ids, answers(a.queued)...)
+	a.queued = nil
+	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "⏹ Stopped.", Answers: ids, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
+}
+
+func (a *session) voiceCommand(c actor.Context, m *messages.UserMessage, arg string) {
+	switch strings.ToLower(arg) {
+	case "on":
+		a.voice = VoiceOn
+	case "off":
+		a.voice = VoiceOff
+	case "tts":
+		a.voice = VoiceAlways
+	case "", "status":
+		a.reply(c, m, "Voice mode: "+describeVoice(a.voice))
+		return
+	default:
+		a.reply(c, m, fmt.Sprintf("Unknown voice mode %q. Use /voice on|off|tts|status.", arg))
+		return
+	}
+	a.saveSettings(c)
+	a.reply(c, m, "Voice mode: "+describeVoice(a.voice))
+}
+
+func describeVoice(v VoiceMode) string {
+	switch v {
+	case VoiceOff:
+		return "off — I reply in text only."
+	case VoiceAlways:
+		return "tts — I speak every reply."
+	}
+	return "on — I speak my reply when you send a voice message."
+}
+
+// saveSettings persists voice mode and busy policy off the actor goroutine.
+func (a *session) saveSettings(c actor.Context) {
+	s, v, b, p, log := a.s, a.voice, a.busy, a.rt.persist, a.log
+	timeout := a.rt.cfg.StoreTimeout
+	await(c, timeout, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		return nil, p.SaveSettings(ctx, s, v, b)
+	}, func(_ any, err error) {
+		if err != nil {
+			log.Error("save session settings", "err", err)
+		}
+	})
+}
+
+func (a *session) status() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Session %s\n", a.s.Key())
+	fmt.Fprintf(&b, "Model: %s\n", a.rt.cfg.ModelName)
+	if a.turn != nil {
+		fmt.Fprintf(&b, "Working on a reply for %s\n", time.Since(a.turn.started).Round(time.Millisecond))
+	} else {
+		b.WriteString("Idle\n")
+	}
+	if len(a.queued) > 0 {
+		fmt.Fprintf(&b, "Queued messages: %d\n", len(a.queued))
+	}
+	fmt.Fprintf(&b, "Messages in context: %d; turns: %d\n", len(a.history), a.turns)
+	fmt.Fprintf(&b, "Voice mode: %s; busy policy: %s", a.voice, a.busy)
+	return b.String()
+}

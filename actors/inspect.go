@@ -1,0 +1,68 @@
+package actors
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+)
+
+// SessionInfo is what the inspection API shows about one live session: no
+// message content.
+type SessionInfo struct {
+	Key         string    `json:"key"`
+	Platform    string    `json:"platform"`
+	LastActive  time.Time `json:"last_active"`
+	Passivating bool      `json:"passivating,omitempty"`
+}
+
+// listSessions asks the router for live sessions whose key contains Search,
+// sorted by key, Offset/Limit applied; Respond carries a *SessionList.
+type listSessions struct {
+	Search        string
+	Offset, Limit int
+}
+
+// SessionList is a page of live sessions.
+type SessionList struct {
+	Total    int           `json:"total"`
+	Sessions []SessionInfo `json:"sessions"`
+}
+
+func (r *router) list(q *listSessions) *SessionList {
+	keys := make([]string, 0, len(r.sessions))
+	for k := range r.sessions {
+		if q.Search == "" || strings.Contains(k, q.Search) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := &SessionList{Total: len(keys)}
+	if q.Offset < len(keys) {
+		keys = keys[q.Offset:]
+	} else {
+		keys = nil
+	}
+	if q.Limit > 0 && len(keys) > q.Limit {
+		keys = keys[:q.Limit]
+	}
+	for _, k := range keys {
+		e := r.sessions[k]
+		platform, _, _ := strings.Cut(k, ":")
+		out.Sessions = append(out.Sessions, SessionInfo{Key: k, Platform: platform, LastActive: time.Unix(0, e.last), Passivating: e.stopping})
+	}
+	return out
+}
+
+// Sessions lists live sessions (search by key substring, paginated).
+func (rt *Runtime) Sessions(ctx context.Context, search string, offset, limit int) (*SessionList, error) {
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	res, err := rt.sys.Root.RequestFuture(rt.router, &listSessions{Search: search, Offset: offset, Limit: limit}, timeout).Result()
+	if err != nil {
+		return nil, err
+	}
+	return res.(*SessionList), nil
+}

@@ -1,0 +1,71 @@
+package actors
+
+import (
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/model"
+)
+
+// Messages that never leave the process: the protocol between the router,
+// sessions, turns and tools. Cross-node messages live in messages/.
+
+// turnDone is sent by a turn to its session when it has finished and
+// persisted what it produced.
+type turnDone struct {
+	turn     uint64
+	produced []model.Message
+	reply    string
+	// failed is set when the turn ended on an error; reply then explains it.
+	failed bool
+	// unsteered are steer messages the turn could not use (it had already
+	// made its last model call); the session queues them.
+	unsteered []*messages.UserMessage
+}
+
+// voiceReply is sent by a bound actor (a tool) to its session: deliver this
+// speech into the conversation.
+type voiceReply struct {
+	turn   uint64
+	speech *messages.Speech
+}
+
+// steerInput hands a message to the running turn (busy policy "steer").
+type steerInput struct{ m *messages.UserMessage }
+
+// toolResult is sent by a tool actor to its turn.
+type toolResult struct {
+	callID  string
+	content string
+	err     error
+}
+
+// passivate asks a session whether it may be stopped; routed is how many
+// messages the router had sent it when it asked.
+type passivate struct{ routed uint64 }
+
+// passivateReply answers passivate: ok when the session handled every one
+// of those messages and nothing runs.
+type passivateReply struct {
+	key    string
+	routed uint64
+	ok     bool
+}
+
+// sweep is the router's periodic idle scan.
+type sweep struct{}
+
+// typingTick refreshes a running turn's chat action.
+type typingTick struct{ turn uint64 }
+
+// indicate asks an outbox to show a chat action in the sender's chat.
+type indicate struct{ action string }
+
+// SessionScoped marks indicate as needing an identity.
+func (*indicate) SessionScoped() {}
+
+// turnGone is sent by a session to itself when its turn terminated, so the
+// check runs after any turnDone already in the mailbox (Terminated is a
+// system message and overtakes user messages).
+type turnGone struct{ turn uint64 }
+
+// toolGone is the same for a turn and its tools.
+type toolGone struct{ callID string }

@@ -1,0 +1,36 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/hermesd/hermesd/messages"
+)
+
+// Observer receives the runtime's events for metrics. Every method must be
+// cheap and safe for concurrent use; labels it derives must stay bounded
+// (platform, outcome, tool name — never a chat id).
+type Observer interface {
+	SessionStarted(s messages.Session)
+	SessionStopped(s messages.Session)
+	SessionsActive(n int)
+	SessionPassivated()
+	TurnStarted(s messages.Session)
+	TurnFinished(s messages.Session, outcome string, d time.Duration)
+	ModelCall(promptTokens, completionTokens int)
+	ToolCall(tool, outcome string, d time.Duration)
+	Delivery(p messages.Platform, kind, outcome string, d time.Duration)
+}
+
+// nopObserver ignores everything; the runtime uses it when no metrics are
+// wired.
+type nopObserver struct{}
+
+func (nopObserver) SessionStarted(messages.Session)                           {}
+func (nopObserver) SessionStopped(messages.Session)                           {}
+func (nopObserver) SessionsActive(int)                                        {}
+func (nopObserver) SessionPassivated()                                        {}
+func (nopObserver) TurnStarted(messages.Session)                              {}
+func (nopObserver) TurnFinished(messages.Session, string, time.Duration)      {}
+func (nopObserver) ModelCall(int, int)                                        {}
+func (nopObserver) ToolCall(string, string, time.Duration)                    {}
+func (nopObserver) Delivery(messages.Platform, string, string, time.Duration) {}

@@ -1,0 +1,149 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/platforms"
+)
+
+// outbox delivers replies for one platform. It is shared by every session of
+// that platform and learns each delivery's destination from the envelope
+// (stamped from the sending session's binding). Deliveries of one session
+// leave in the order they arrived, one at a time; sessions never wait for
+// each other, so a slow or rate-limited chat only delays itself.
+type outbox struct {
+	rt       *Runtime
+	platform messages.Platform
+	adapter  platforms.Adapter // nil: the platform is not running
+
+	mu     sync.Mutex
+	queues map[messages.Session][]outItem
+}
+
+type outItem struct {
+	d       *messages.Delivery
+	replyTo *actor.PID
+}
+
+func newOutbox(rt *Runtime, p messages.Platform, a platforms.Adapter) *outbox {
+	return &outbox{rt: rt, platform: p, adapter: a, queues: make(map[messages.Session][]outItem)}
+}
+
+// Receive handles deliveries and chat actions.
+func (o *outbox) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *messages.Delivery:
+		s, err := o.rt.guard.Require(c)
+		if err != nil {
+			c.Respond(&messages.DeliveryReceipt{Seq: m.GetSeq(), Error: err.Error()})
+			return
+		}
+		o.enqueue(s, outItem{d: m, replyTo: c.Sender()})
+	case *indicate:
+		s, err := o.rt.guard.Require(c)
+		if err != nil {
+			return
+		}
+		o.indicate(s, m.action)
+	case *actor.Started, *actor.Stopping, *actor.Stopped:
+	default:
+		o.rt.log.Warn("outbox: unhandled message", "platform", o.platform, "type", typeName(m))
+	}
+}
+
+func (o *outbox) enqueue(s messages.Session, it outItem) {
+	o.mu.Lock()
+	q, running := o.queues[s]
+	o.queues[s] = append(q, it)
+	o.mu.Unlock()
+	if !running {
+		o.rt.deliveries.Add(1)
+		go o.drain(s)
+	}
+}
+
+// drain sends one session's deliveries in order until its queue is empty.
+func (o *outbox) drain(s messages.Session) {
+	defer o.rt.deliveries.Done()
+	for {
+		o.mu.Lock()
+		q := o.queues[s]
+		if len(q) == 0 {
+			delete(o.queues, s)
+			o.mu.Unlock()
+			return
+		}
+		it := q[0]
+		o.queues[s] = q[1:]
+		o.mu.Unlock()
+		o.send(s, it)
+	}
+}
+
+func (o *outbox) send(s messages.Session, it outItem) {
+	start := time.Now()
+	var (
+		r   *messages.DeliveryReceipt
+		err error
+	)
+	if o.adapter == nil {
+		err = fmt.Errorf("platform %s is not running", o.platform)
+	} else {
+		ctx, cancel := context.WithTimeout(o.rt.deliverCtx, o.rt.cfg.SendTimeout)
+		r, err = o.adapter.Send(ctx, s, it.d)
+		cancel()
+	}
+	kind := "text"
+	if it.d.GetKind() == messages.DeliveryKind_DELIVERY_KIND_VOICE {
+		kind = "voice"
+	}
+	if err != nil {
+		o.rt.log.Warn("delivery failed", "session", s.Key(), "seq", it.d.GetSeq(), "kind", kind, "err", err)
+		o.rt.obs.Delivery(o.platform, kind, "error", time.Since(start))
+		r = &messages.DeliveryReceipt{Seq: it.d.GetSeq(), Error: err.Error()}
+	} else {
+		if r == nil {
+			r = &messages.DeliveryReceipt{}
+		}
+		r.Seq = it.d.GetSeq()
+		shown := r.GetShownAs()
+		if shown == "" {
+			shown = kind
+		}
+		o.rt.obs.Delivery(o.platform, shown, "ok", time.Since(start))
+		ctx, cancel := context.WithTimeout(context.Background(), o.rt.cfg.StoreTimeout)
+		if perr := o.rt.persist.RecordDelivery(ctx, s, r); perr != nil {
+			o.rt.log.Error("record delivery", "session", s.Key(), "err", perr)
+		}
+		cancel()
+	}
+	if it.replyTo != nil {
+		o.rt.sys.Root.Send(it.replyTo, r)
+	}
+}
+
+// indicate shows a chat action without waiting for it; a platform that is
+// slow to answer costs at most one goroutine per request, each bounded by
+// a short timeout.
+func (o *outbox) indicate(s messages.Session, action string) {
+	ind, ok := o.adapter.(platforms.Indicator)
+	if !ok {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(o.rt.deliverCtx, 5*time.Second)
+		defer cancel()
+		if err := ind.Indicate(ctx, s, platforms.ChatAction(action)); err != nil {
+			o.rt.log.Debug("chat action failed", "session", s.Key(), "err", err)
+		}
+	}()
+}
+
+var _ identity.SessionScoped = (*indicate)(nil)

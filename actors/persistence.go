@@ -1,0 +1,80 @@
+package actors
+
+import (
+	"context"
+
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/model"
+)
+
+// VoiceMode says when replies are spoken.
+type VoiceMode string
+
+// Voice modes, as set by /voice.
+const (
+	// VoiceOn speaks the reply when the user spoke (the default).
+	VoiceOn VoiceMode = "on"
+	// VoiceOff never speaks automatically.
+	VoiceOff VoiceMode = "off"
+	// VoiceAlways speaks every reply (/voice tts).
+	VoiceAlways VoiceMode = "tts"
+)
+
+// BusyPolicy says what a message does to a session whose turn is running.
+type BusyPolicy string
+
+// Busy policies.
+const (
+	// Interrupt cancels the running turn and starts a new one with the
+	// pending messages merged (the default).
+	Interrupt BusyPolicy = "interrupt"
+	// Queue runs the message as its own turn after the running one.
+	Queue BusyPolicy = "queue"
+	// Steer hands the message to the running turn, which shows it to the
+	// model at its next step.
+	Steer BusyPolicy = "steer"
+)
+
+// ParseBusyPolicy validates a policy name.
+func ParseBusyPolicy(s string) (BusyPolicy, bool) {
+	switch p := BusyPolicy(s); p {
+	case Interrupt, Queue, Steer:
+		return p, true
+	}
+	return "", false
+}
+
+// SessionState is what a session loads in its Started: settings and the
+// current conversation's recent history.
+type SessionState struct {
+	Voice VoiceMode
+	Busy  BusyPolicy
+	// History is the conversation up to its last answered message.
+	History []model.Message
+	// Pending are the user messages after the last answer, with their ids:
+	// messages that were persisted at the edge and may still be on their way
+	// to the session, or that a crash left unanswered. The session answers
+	// each exactly once.
+	Pending []*messages.UserMessage
+	// Turns counts the session's finished turns (for follow-up schedules).
+	Turns int64
+}
+
+// Persistence is what the actor tree needs from storage. The SQLite store
+// implements it (see store.Actors); benchmarks and tests that measure the
+// runtime alone use Memory.
+type Persistence interface {
+	// LoadSession returns the session's settings and up to limit recent
+	// messages of its current conversation.
+	LoadSession(ctx context.Context, s messages.Session, limit int) (SessionState, error)
+	// AppendUser persists an inbound message before it is acknowledged.
+	AppendUser(ctx context.Context, s messages.Session, m *messages.UserMessage) error
+	// AppendTurn persists the messages a finished turn produced.
+	AppendTurn(ctx context.Context, s messages.Session, msgs []model.Message) error
+	// NewConversation starts a fresh conversation (/new).
+	NewConversation(ctx context.Context, s messages.Session) error
+	// SaveSettings persists voice mode and busy policy.
+	SaveSettings(ctx context.Context, s messages.Session, voice VoiceMode, busy BusyPolicy) error
+	// RecordDelivery notes that a reply left for the platform.
+	RecordDelivery(ctx context.Context, s messages.Session, r *messages.DeliveryReceipt) error
+}

@@ -1,0 +1,150 @@
+package actors
+
+import (
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+
+	"github.com/hermesd/hermesd/messages"
+)
+
+// router maps session keys to session actors. It spawns a session on its
+// first message, named by its key, and passivates sessions idle for longer
+// than the idle timeout with one periodic sweep over last-activity times (no
+// timer per session). It never loads anything: a session loads its own
+// state in its Started.
+type router struct {
+	rt        *Runtime
+	sessions  map[string]*route
+	stopSweep scheduler.CancelFunc
+}
+
+// route is the router's record of one live session.
+type route struct {
+	pid *actor.PID
+	// routed counts messages sent to the session; a passivation answer is
+	// only trusted if nothing was routed since the question.
+	routed uint64
+	last   int64 // unix nanoseconds of the last routed message
+	// stopping is set once the session agreed to passivate; messages that
+	// arrive until it is gone wait in held and go to its successor.
+	stopping bool
+	held     []any
+}
+
+func newRouter(rt *Runtime) actor.Actor {
+	return &router{rt: rt, sessions: make(map[string]*route)}
+}
+
+// Receive handles lifecycle first, then one handler per message.
+func (r *router) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		if iv := r.rt.cfg.SweepInterval; iv > 0 {
+			// The root context sends the ticks: the scheduler's goroutine must
+			// not touch this actor's context.
+			r.stopSweep = scheduler.NewTimerScheduler(c.ActorSystem().Root).SendRepeatedly(iv, iv, c.Self(), &sweep{})
+		}
+	case *actor.Stopping:
+		if r.stopSweep != nil {
+			r.stopSweep()
+		}
+	case *messages.UserMessage:
+		r.route(c, m.GetSessionKey(), m)
+	case *messages.ScheduledFire:
+		r.route(c, m.GetSessionKey(), m)
+	case *sweep:
+		r.sweep(c)
+	case *passivateReply:
+		r.passivated(c, m)
+	case *actor.Terminated:
+		r.terminated(c, m.Who)
+	case *listSessions:
+		c.Respond(r.list(m))
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		r.rt.log.Warn("router: unhandled message", "type", typeName(m))
+	}
+}
+
+func (r *router) route(c actor.Context, key string, m any) {
+	e := r.sessions[key]
+	if e != nil && e.stopping {
+		e.held = append(e.held, m)
+		return
+	}
+	if e == nil {
+		pid, err := c.SpawnNamed(r.rt.sessionProps, key)
+		if err != nil {
+			// Only possible if a stopped session's name is still registered;
+			// keep the message and retry when its Terminated arrives.
+			r.rt.log.Error("spawn session", "session", key, "err", err)
+			return
+		}
+		e = &route{pid: pid}
+		r.sessions[key] = e
+		r.rt.obs.SessionsActive(len(r.sessions))
+	}
+	e.routed++
+	e.last = time.Now().UnixNano()
+	c.Send(e.pid, m)
+}
+
+// maxAsksPerSweep bounds the passivation questions of one sweep, so a
+// million idle sessions are retired over several sweeps instead of flooding
+// the router's mailbox.
+const maxAsksPerSweep = 10000
+
+func (r *router) sweep(c actor.Context) {
+	cutoff := time.Now().Add(-r.rt.cfg.IdleTimeout).UnixNano()
+	asked := 0
+	for _, e := range r.sessions {
+		if e.stopping || e.last > cutoff {
+			continue
+		}
+		c.Request(e.pid, &passivate{routed: e.routed})
+		asked++
+		if asked >= maxAsksPerSweep {
+			break
+		}
+	}
+}
+
+func (r *router) passivated(c actor.Context, m *passivateReply) {
+	// Respond carries no sender PID; the session names itself.
+	e := r.sessions[m.key]
+	if e == nil || e.stopping {
+		return
+	}
+	if !m.ok || m.routed != e.routed {
+		e.last = time.Now().UnixNano() // busy: ask again after another idle period
+		return
+	}
+	e.stopping = true
+	c.Stop(e.pid)
+	r.rt.obs.SessionPassivated()
+}
+
+func (r *router) terminated(c actor.Context, who *actor.PID) {
+	key := keyOf(who)
+	e := r.sessions[key]
+	if e == nil || !e.pid.Equal(who) {
+		return
+	}
+	delete(r.sessions, key)
+	r.rt.obs.SessionsActive(len(r.sessions))
+	for _, m := range e.held {
+		r.route(c, key, m)
+	}
+}
+
+// keyOf returns the session key a session actor is named by.
+func keyOf(pid *actor.PID) string {
+	if pid == nil {
+		return ""
+	}
+	id := pid.GetId()
+	return id[strings.LastIndexByte(id, '/')+1:]
+}

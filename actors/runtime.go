@@ -1,0 +1,395 @@
+// Package actors is hermesd's actor tree: the sessions router, one session
+// actor per conversation, its turns and their tool calls, and the platform
+// outboxes — on protoactor-go. Identity is bound at spawn (package identity):
+// a session actor is named by its key, and everything below it inherits the
+// binding. See docs/architecture.md.
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/model"
+	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/tools"
+)
+
+// Config holds the runtime's tunables. DefaultConfig documents the defaults.
+type Config struct {
+	// IdleTimeout is how long a session may sit idle before it passivates
+	// (its state is in the store; the next message brings it back).
+	IdleTimeout time.Duration
+	// SweepInterval is how often the router looks for idle sessions; 0
+	// disables passivation (tests, benchmarks).
+	SweepInterval time.Duration
+	// HistoryLimit is how many recent messages a session keeps in context.
+	HistoryLimit int
+	// MaxToolRounds bounds model↔tool iterations in one turn; the last call
+	// is made without tools so the model must answer.
+	MaxToolRounds int
+	// TurnTimeout bounds a whole turn; ToolTimeout one tool call; TTSTimeout
+	// one synthesis; SendTimeout one delivery; StoreTimeout one store call.
+	TurnTimeout, ToolTimeout, TTSTimeout, SendTimeout, StoreTimeout time.Duration
+	// TypingRefresh is how often a chat action is renewed while a turn runs
+	// (Telegram's expire after about 5 s).
+	TypingRefresh time.Duration
+	// MaxInboundBytes is the largest message text accepted.
+	MaxInboundBytes int
+	// QueueLimit bounds messages waiting under the "queue" busy policy.
+	QueueLimit int
+	// DefaultBusy is the busy policy of a new session.
+	DefaultBusy BusyPolicy
+	// SystemPrompt starts every model conversation.
+	SystemPrompt string
+	// ModelName is shown by /status.
+	ModelName string
+}
+
+// DefaultConfig returns the defaults used by the daemon.
+func DefaultConfig() Config {
+	return Config{
+		IdleTimeout:     30 * time.Minute,
+		SweepInterval:   time.Minute,
+		HistoryLimit:    200,
+		MaxToolRounds:   8,
+		TurnTimeout:     10 * time.Minute,
+		ToolTimeout:     2 * time.Minute,
+		TTSTimeout:      time.Minute,
+		SendTimeout:     2 * time.Minute,
+		StoreTimeout:    30 * time.Second,
+		TypingRefresh:   4 * time.Second,
+		MaxInboundBytes: 32 << 10,
+		QueueLimit:      20,
+		DefaultBusy:     Interrupt,
+		SystemPrompt:    "You are Hermes, a helpful assistant chatting with people through a messaging app. Be concise. You can call tools; use text_to_speech when the user wants to hear something.",
+		ModelName:       "offline assistant",
+	}
+}
+
+// Deps are the runtime's collaborators, built by cmd/hermesd.
+type Deps struct {
+	Log     *slog.Logger
+	Persist Persistence
+	Model   model.Completer
+	Tools   *tools.Registry
+	// Adapters are the running platforms; each gets an outbox.
+	Adapters []platforms.Adapter
+	// TTS, if set, is spawned as the shared speech actor.
+	TTS *actor.Props
+	// Guard refuses identity-less requests to shared actors (and counts them).
+	Guard *identity.Guard
+	// Observer receives metrics events; nil ignores them.
+	Observer Observer
+	// ActorOptions are extra actor-system options (metrics middleware …).
+	ActorOptions []actor.ConfigOption
+	// SessionMiddleware and ChildMiddleware, if set, wrap the receive of
+	// session actors and of every actor below them (inspection, metrics).
+	SessionMiddleware []actor.ReceiverMiddleware
+}
+
+// Runtime is a running actor tree.
+type Runtime struct {
+	cfg     Config
+	log     *slog.Logger
+	sys     *actor.ActorSystem
+	persist Persistence
+	model   model.Completer
+	tools   *tools.Registry
+	guard   *identity.Guard
+	obs     Observer
+
+	adapters map[messages.Platform]platforms.Adapter
+	outboxes map[messages.Platform]*actor.PID
+	nowhere  *actor.PID
+	tts      *actor.PID
+	router   *actor.PID
+
+	sessionProps *actor.Props
+	middleware   []actor.ReceiverMiddleware
+
+	// ctx is the parent of every turn's context; deliverCtx of every send.
+	ctx, deliverCtx       context.Context
+	cancel, cancelDeliver context.CancelFunc
+	accepting             atomic.Bool
+	deliveries            sync.WaitGroup
+	adaptersWG            sync.WaitGroup
+	cancelAdapters        context.CancelFunc
+	runningTurns          atomic.Int64
+}
+
+// ErrShuttingDown is returned by Receive once shutdown has begun.
+var ErrShuttingDown = errors.New("hermesd is shutting down")
+
+// Start builds the actor system and the tree, and starts the adapters.
+func Start(cfg Config, d Deps) (*Runtime, error) {
+	if d.Model == nil || d.Persist == nil {
+		return nil, errors.New("actors: a model and a persistence are required")
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Guard == nil {
+		d.Guard = &identity.Guard{Log: d.Log}
+	}
+	if d.Observer == nil {
+		d.Observer = nopObserver{}
+	}
+	if d.Tools == nil {
+		d.Tools, _ = tools.NewRegistry()
+	}
+	rt := &Runtime{
+		cfg: cfg, log: d.Log, persist: d.Persist, model: d.Model, tools: d.Tools,
+		guard: d.Guard, obs: counting{d.Observer, nil},
+		adapters:   make(map[messages.Platform]platforms.Adapter),
+		outboxes:   make(map[messages.Platform]*actor.PID),
+		middleware: d.SessionMiddleware,
+	}
+	rt.obs = counting{d.Observer, &rt.runningTurns}
+	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	rt.deliverCtx, rt.cancelDeliver = context.WithCancel(context.Background())
+
+	opts := append([]actor.ConfigOption{actor.WithLoggerFactory(protoLogger(d.Log))}, d.ActorOptions...)
+	rt.sys = actor.NewActorSystem(opts...)
+
+	guardMW := actor.WithReceiverMiddleware(d.Guard.Middleware())
+	for _, a := range d.Adapters {
+		p := a.Capabilities().Platform
+		if _, dup := rt.adapters[p]; dup {
+			return nil, fmt.Errorf("actors: two adapters for platform %s", p)
+		}
+		rt.adapters[p] = a
+		ob := newOutbox(rt, p, a)
+		pid, err := rt.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ob }, guardMW), "outbox-"+string(p))
+		if err != nil {
+			return nil, fmt.Errorf("spawn outbox %s: %w", p, err)
+		}
+		rt.outboxes[p] = pid
+	}
+	nb := newOutbox(rt, "", nil)
+	var err error
+	if rt.nowhere, err = rt.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return nb }, guardMW), "outbox-missing"); err != nil {
+		return nil, fmt.Errorf("spawn outbox: %w", err)
+	}
+	if d.TTS != nil {
+		if rt.tts, err = rt.sys.Root.SpawnNamed(d.TTS, "tts"); err != nil {
+			return nil, fmt.Errorf("spawn tts: %w", err)
+		}
+	}
+
+	// One Props for every session: the actor's own name (its key) binds it.
+	sessionOpts := []actor.PropsOption{actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))}
+	if len(d.SessionMiddleware) > 0 {
+		sessionOpts = append(sessionOpts, actor.WithReceiverMiddleware(d.SessionMiddleware...))
+	}
+	rt.sessionProps = identity.ByName(actor.PropsFromProducer(func() actor.Actor { return newSession(rt) }, sessionOpts...))
+	routerProps := actor.PropsFromProducer(func() actor.Actor { return newRouter(rt) },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, restartSession)))
+	if rt.router, err = rt.sys.Root.SpawnNamed(routerProps, "sessions"); err != nil {
+		return nil, fmt.Errorf("spawn router: %w", err)
+	}
+	rt.accepting.Store(true)
+
+	actx, cancel := context.WithCancel(context.Background())
+	rt.cancelAdapters = cancel
+	for _, a := range d.Adapters {
+		rt.adaptersWG.Add(1)
+		go func() {
+			defer rt.adaptersWG.Done()
+			p := a.Capabilities().Platform
+			if err := a.Run(actx, rt.Receive); err != nil && actx.Err() == nil {
+				rt.log.Error("platform stopped", "platform", p, "err", err)
+			}
+		}()
+	}
+	return rt, nil
+}
+
+// stopChild is the supervision decision for turns and tools: they are
+// one-shot, so a failure stops them (a restart would run the turn again);
+// the parent notices the Terminated and answers with an error.
+func stopChild(any) actor.Directive { return actor.StopDirective }
+
+// restartSession restarts a failed session (it reloads its state in
+// Started); the router's strategy bounds how often.
+func restartSession(any) actor.Directive { return actor.RestartDirective }
+
+// System returns the actor system, for inspection.
+func (rt *Runtime) System() *actor.ActorSystem { return rt.sys }
+
+// Receive is the platforms.Inbound of every adapter: it validates the
+// message, persists it (so it is safe before the platform is told), and
+// routes it to its session. Callers keep each chat's order.
+func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
+	if !rt.accepting.Load() {
+		return ErrShuttingDown
+	}
+	s, err := messages.ParseKey(m.GetSessionKey())
+	if err != nil {
+		return fmt.Errorf("route message: %w", err)
+	}
+	if n := len(m.GetText()); n > rt.cfg.MaxInboundBytes {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", platforms.ErrTooLarge, n, rt.cfg.MaxInboundBytes)
+	}
+	if m.ReceivedUnixMs == 0 {
+		m.ReceivedUnixMs = time.Now().UnixMilli()
+	}
+	switch {
+	case startsNewConversation(m.GetText()):
+		err = rt.persist.NewConversation(ctx, s)
+	case IsCommand(m.GetText()):
+		// Commands steer the session; they are not part of the conversation.
+	default:
+		err = rt.persist.AppendUser(ctx, s, m)
+	}
+	if err != nil {
+		rt.log.Error("persist inbound message", "session", s.Key(), "err", err)
+		return fmt.Errorf("persist message: %w", err)
+	}
+	rt.sys.Root.Send(rt.router, m)
+	return nil
+}
+
+// Fire routes a due scheduled job to its session, activating it from the
+// key exactly as a live message would.
+func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
+	if _, err := messages.ParseKey(f.GetSessionKey()); err != nil {
+		return fmt.Errorf("fire job %s: %w", f.GetJobId(), err)
+	}
+	rt.sys.Root.Send(rt.router, f)
+	return nil
+}
+
+// Shutdown stops accepting messages, lets running turns finish for up to
+// grace, then cancels what is left, drains the outboxes and stops the system.
+func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
+	rt.accepting.Store(false)
+	rt.cancelAdapters()
+	rt.adaptersWG.Wait()
+
+	deadline := time.Now().Add(grace)
+	for rt.runningTurns.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond) // shutdown only: a bounded poll
+	}
+	rt.cancel()
+	if _, err := rt.sys.Root.PoisonFuture(rt.router).Result(); err != nil {
+		rt.log.Warn("stop sessions", "err", err)
+	}
+	drained := make(chan struct{})
+	go func() { rt.deliveries.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		rt.cancelDeliver()
+		<-drained
+	}
+	rt.cancelDeliver()
+	for _, pid := range rt.outboxes {
+		_ = rt.sys.Root.StopFuture(pid).Wait()
+	}
+	if rt.tts != nil {
+		_ = rt.sys.Root.StopFuture(rt.tts).Wait()
+	}
+	rt.sys.Shutdown()
+	return nil
+}
+
+// RunningTurns returns how many turns are running now.
+func (rt *Runtime) RunningTurns() int64 { return rt.runningTurns.Load() }
+
+// outbox returns the outbox of platform p; a platform that is not running
+// gets one that answers every delivery with an error.
+func (rt *Runtime) outbox(p messages.Platform) *actor.PID {
+	if pid := rt.outboxes[p]; pid != nil {
+		return pid
+	}
+	return rt.nowhere
+}
+
+// indicates reports whether platform p shows chat actions.
+func (rt *Runtime) indicates(p messages.Platform) bool {
+	_, ok := rt.adapters[p].(platforms.Indicator)
+	return ok
+}
+
+func (rt *Runtime) turnProps(t *turn) *actor.Props {
+	opts := []actor.PropsOption{actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))}
+	if len(rt.middleware) > 0 {
+		opts = append(opts, actor.WithReceiverMiddleware(rt.middleware...))
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return t }, opts...)
+}
+
+func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, turnID uint64, session *actor.PID, sender string) *actor.Props {
+	var opts []actor.PropsOption
+	if len(rt.middleware) > 0 {
+		opts = append(opts, actor.WithReceiverMiddleware(rt.middleware...))
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender}
+	}, opts...)
+}
+
+// systemPrompt is the configured prompt plus what the model should know
+// about where it is talking.
+func (rt *Runtime) systemPrompt(in []*messages.UserMessage) string {
+	p := rt.cfg.SystemPrompt
+	if len(in) > 0 {
+		if s, err := messages.ParseKey(in[0].GetSessionKey()); err == nil {
+			p += fmt.Sprintf("\nYou are talking on %s (%s chat).", s.Platform(), s.Kind())
+		}
+	}
+	return p
+}
+
+// counting wraps an Observer and keeps the running-turn count shutdown needs.
+type counting struct {
+	Observer
+	running *atomic.Int64
+}
+
+func (c counting) TurnStarted(s messages.Session) {
+	c.running.Add(1)
+	c.Observer.TurnStarted(s)
+}
+
+func (c counting) TurnFinished(s messages.Session, outcome string, d time.Duration) {
+	c.running.Add(-1)
+	c.Observer.TurnFinished(s, outcome, d)
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// protoLogger sends protoactor's own logs to ours at Warn and above: it logs
+// every recovered panic at Info with no stack, which we log ourselves.
+func protoLogger(l *slog.Logger) func(*actor.ActorSystem) *slog.Logger {
+	return func(s *actor.ActorSystem) *slog.Logger {
+		return slog.New(minLevel{l.Handler(), slog.LevelWarn}).With("lib", "protoactor")
+	}
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
+
+// Accepting reports whether the runtime takes new messages.
+func (rt *Runtime) Accepting() bool { return rt.accepting.Load() }

@@ -1,0 +1,486 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/model"
+	"github.com/hermesd/hermesd/platforms"
+)
+
+// session is the actor for one conversation. It is named by its session key
+// and bound to that Session at spawn (identity.ByName); everything it spawns
+// inherits the binding. It never blocks: loading, turns and deliveries all
+// run elsewhere and report back as messages.
+//
+// It owns the conversation's order: inbound messages are handled in the
+// order the router received them, and replies leave through the platform
+// outbox numbered by seq.
+type session struct {
+	rt  *Runtime
+	s   messages.Session
+	log *slog.Logger
+
+	state   sessionLoad
+	voice   VoiceMode
+	busy    BusyPolicy
+	history []model.Message
+	turns   int64
+	handled uint64 // routed messages handled, for passivation
+	// waiting holds messages that arrived before the state was loaded.
+	waiting []*messages.UserMessage
+	// pending are loaded user messages not answered yet (see
+	// SessionState.Pending); absorbed are the ids of those folded into a
+	// turn before they arrived, so their arrival starts nothing.
+	pending  []*messages.UserMessage
+	absorbed map[string]bool
+	queued  []*messages.UserMessage
+
+	turnSeq uint64
+	turn    *runningTurn
+	seq     uint64 // delivery sequence
+	// lastActive is when the session last did anything a user would notice.
+	lastActive time.Time
+}
+
+type sessionLoad uint8
+
+const (
+	unloaded sessionLoad = iota
+	loading
+	loaded
+)
+
+// runningTurn is the session's handle on its turn: it owns the context that
+// cancels the turn's whole subtree (model streams, tools, subprocesses).
+type runningTurn struct {
+	id      uint64
+	pid     *actor.PID
+	cancel  context.CancelFunc
+	inputs  []*messages.UserMessage
+	spoke   bool
+	voiceIn bool
+	started time.Time
+	typing  *time.Timer
+}
+
+func newSession(rt *Runtime) actor.Actor { return &session{rt: rt} }
+
+// Receive handles lifecycle first, then one handler per message.
+func (a *session) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.started(c)
+	case *actor.Stopping:
+		a.stopping()
+	case *actor.Restarting:
+		a.stopping()
+	case *messages.UserMessage:
+		a.handled++
+		a.handleUser(c, m)
+	case *messages.ScheduledFire:
+		a.handled++
+		a.handleUser(c, &messages.UserMessage{SessionKey: m.GetSessionKey(), MessageId: "job-" + m.GetJobId(), Text: m.GetPrompt(), ReceivedUnixMs: m.GetDueUnixMs()})
+	case *turnDone:
+		a.handleTurnDone(c, m)
+	case *voiceReply:
+		a.handleVoiceReply(c, m)
+	case *turnGone:
+		a.handleTurnGone(c, m)
+	case *typingTick:
+		a.handleTyping(c, m)
+	case *messages.DeliveryReceipt:
+		a.handleReceipt(m)
+	case *passivate:
+		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed, ok: m.routed == a.handled && a.idle(c)})
+	case *actor.Terminated:
+		a.handleTerminated(c, m)
+	case *actor.Stopped, *actor.ReceiveTimeout:
+	default:
+		a.log.Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (a *session) started(c actor.Context) {
+	s, ok := identity.Of(c)
+	if !ok {
+		// Spawned under a name that is not a session key: refuse to run
+		// rather than serve a conversation without an identity.
+		a.rt.log.Error("session actor without identity; stopping", "id", c.Self().GetId())
+		c.Stop(c.Self())
+		return
+	}
+	a.s = s
+	a.log = a.rt.log.With("session", s.Key())
+	a.voice, a.busy = VoiceOn, a.rt.cfg.DefaultBusy
+	a.lastActive = time.Now()
+	a.rt.obs.SessionStarted(s)
+	a.load(c)
+}
+
+func (a *session) stopping() {
+	if a.turn != nil {
+		a.turn.cancel()
+		if a.turn.typing != nil {
+			a.turn.typing.Stop()
+		}
+		a.turn = nil
+	}
+	if a.s.Valid() {
+		a.rt.obs.SessionStopped(a.s)
+	}
+}
+
+// load reads settings and history from the store without blocking; messages
+// that arrive meanwhile wait in order.
+func (a *session) load(c actor.Context) {
+	a.state = loading
+	s, limit := a.s, a.rt.cfg.HistoryLimit
+	p := a.rt.persist
+	await(c, a.rt.cfg.StoreTimeout, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), a.rt.cfg.StoreTimeout)
+		defer cancel()
+		return p.LoadSession(ctx, s, limit)
+	}, func(v any, err error) {
+		a.state = loaded
+		if err != nil {
+			// The conversation still works, with no memory of the past; say so
+			// in the log rather than dropping the user's message.
+			a.log.Error("load session state", "err", err)
+		} else {
+			st := v.(SessionState)
+			a.history = slices.Clip(st.History)
+			a.pending = st.Pending
+			a.turns = st.Turns
+			if st.Voice != "" {
+				a.voice = st.Voice
+			}
+			if st.Busy != "" {
+				a.busy = st.Busy
+			}
+		}
+		waiting := a.waiting
+		a.waiting = nil
+		for _, m := range waiting {
+			a.handleUser(c, m)
+		}
+	})
+}
+
+func (a *session) idle(c actor.Context) bool {
+	return a.state == loaded && a.turn == nil && len(a.queued) == 0 && len(a.waiting) == 0 && len(c.Children()) == 0
+}
+
+func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
+	a.lastActive = time.Now()
+	if a.state != loaded {
+		a.waiting = append(a.waiting, m)
+		return
+	}
+	if id := m.GetMessageId(); a.absorbed[id] {
+		delete(a.absorbed, id) // already answered by the turn that absorbed it
+		return
+	}
+	if cmd, arg, ok := parseCommand(m.GetText()); ok {
+		a.handleCommand(c, m, cmd, arg)
+		return
+	}
+	if strings.TrimSpace(m.GetText()) == "" && len(m.GetAttachments()) == 0 {
+		a.reply(c, m, "I received an empty message.")
+		return
+	}
+	if a.turn == nil {
+		a.startTurn(c, []*messages.UserMessage{m})
+		return
+	}
+	switch a.busy {
+	case Queue:
+		if len(a.queued) >= a.rt.cfg.QueueLimit {
+			a.reply(c, m, fmt.Sprintf("⏳ I'm still working and %d messages are already waiting; this one was not queued. Send /stop to cancel.", len(a.queued)))
+			return
+		}
+		a.queued = append(a.queued, m)
+	case Steer:
+		a.turn.inputs = append(a.turn.inputs, m)
+		c.Send(a.turn.pid, &steerInput{m})
+	default: // Interrupt
+		inputs := append(a.turn.inputs, m)
+		a.cancelTurn(c, "interrupted")
+		a.startTurn(c, inputs)
+	}
+}
+
+// startTurn spawns a turn for inputs with a context the session owns.
+func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
+	inputs = a.absorbPending(inputs)
+	a.turnSeq++
+	ctx, cancel := context.WithTimeout(a.rt.ctx, a.rt.cfg.TurnTimeout)
+	voiceIn := false
+	for _, m := range inputs {
+		voiceIn = voiceIn || m.GetFromVoice()
+	}
+	t := &turn{
+		rt:      a.rt,
+		ctx:     ctx,
+		id:      a.turnSeq,
+		session: c.Self(),
+		history: a.history,
+		inputs:  inputs,
+	}
+	// The turn is a plain child: identity.inherit binds it to this session.
+	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("turn-%d", a.turnSeq))
+	if err != nil {
+		cancel()
+		a.log.Error("spawn turn", "err", err)
+		a.reply(c, inputs[len(inputs)-1], "⚠️ Internal error: could not start a turn.")
+		return
+	}
+	a.turn = &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, voiceIn: voiceIn, started: time.Now()}
+	a.rt.obs.TurnStarted(a.s)
+	if a.rt.indicates(a.s.Platform()) {
+		action := string(platforms.Typing)
+		if a.speaks(voiceIn) {
+			action = string(platforms.RecordVoice)
+		}
+		c.Request(a.rt.outbox(a.s.Platform()), &indicate{action: action})
+		id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
+		a.turn.typing = time.AfterFunc(a.rt.cfg.TypingRefresh, func() { sys.Root.Send(self, &typingTick{turn: id}) })
+	}
+}
+
+// absorbPending puts loaded, unanswered messages in front of the first
+// turn's inputs, so each is answered once: those among inputs are dropped
+// from pending, the others are answered now and ignored when they arrive.
+func (a *session) absorbPending(inputs []*messages.UserMessage) []*messages.UserMessage {
+	if len(a.pending) == 0 {
+		return inputs
+	}
+	in := make(map[string]bool, len(inputs))
+	for _, m := range inputs {
+		in[m.GetMessageId()] = true
+	}
+	var merged []*messages.UserMessage
+	for _, p := range a.pending {
+		if id := p.GetMessageId(); !in[id] {
+			if a.absorbed == nil {
+				a.absorbed = make(map[string]bool)
+			}
+			a.absorbed[id] = true
+			merged = append(merged, p)
+		}
+	}
+	a.pending = nil
+	return append(merged, inputs...)
+}
+
+// cancelTurn stops the running turn's whole subtree: the context reaches
+// model calls and tool subprocesses, and Stop ends the actors.
+func (a *session) cancelTurn(c actor.Context, why string) {
+	t := a.turn
+	if t == nil {
+		return
+	}
+	a.turn = nil
+	t.cancel()
+	if t.typing != nil {
+		t.typing.Stop()
+	}
+	c.Stop(t.pid)
+	a.rt.obs.TurnFinished(a.s, why, time.Since(t.started))
+	a.log.Info("turn cancelled", "turn", t.id, "why", why)
+}
+
+func (a *session) handleTyping(c actor.Context, m *typingTick) {
+	if a.turn == nil || a.turn.id != m.turn {
+		return
+	}
+	action := string(platforms.Typing)
+	if a.speaks(a.turn.voiceIn) {
+		action = string(platforms.RecordVoice)
+	}
+	c.Request(a.rt.outbox(a.s.Platform()), &indicate{action: action})
+	id, self, sys := a.turn.id, c.Self(), c.ActorSystem()
+	a.turn.typing = time.AfterFunc(a.rt.cfg.TypingRefresh, func() { sys.Root.Send(self, &typingTick{turn: id}) })
+}
+
+// speaks reports whether the voice mode wants a spoken reply.
+func (a *session) speaks(voiceIn bool) bool {
+	return a.voice == VoiceAlways || a.voice == VoiceOn && voiceIn
+}
+
+func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
+	t := a.turn
+	if t == nil || t.id != m.turn {
+		return // a cancelled turn finishing late: it is already quiet
+	}
+	a.turn = nil
+	t.cancel()
+	if t.typing != nil {
+		t.typing.Stop()
+	}
+	c.Stop(t.pid)
+	outcome := "ok"
+	if m.failed {
+		outcome = "error"
+	}
+	a.rt.obs.TurnFinished(a.s, outcome, time.Since(t.started))
+	// The inputs are in the store already (persisted at the edge); keep the
+	// in-memory history in the same shape as a reload would give.
+	for _, in := range t.inputs {
+		if in.GetText() != "" {
+			a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+		}
+	}
+	a.history = append(a.history, m.produced...)
+	if n := a.rt.cfg.HistoryLimit; n > 0 && len(a.history) > 2*n {
+		a.history = slices.Clip(slices.Clone(a.history[len(a.history)-n:]))
+	}
+	a.history = slices.Clip(a.history)
+	a.turns++
+
+	ids := answers(t.inputs)
+	wantVoice := !m.failed && !t.spoke && a.speaks(t.voiceIn) && strings.TrimSpace(m.reply) != ""
+	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: m.reply, Answers: ids, Last: !wantVoice, Origin: "turn", ReplyToId: lastID(t.inputs)})
+	if wantVoice {
+		a.speak(c, m.reply, ids, lastID(t.inputs))
+	}
+	a.queued = append(a.queued, m.unsteered...)
+	a.next(c)
+}
+
+// next starts the first queued message, if any.
+func (a *session) next(c actor.Context) {
+	if a.turn != nil || len(a.queued) == 0 {
+		return
+	}
+	m := a.queued[0]
+	a.queued = a.queued[1:]
+	a.startTurn(c, []*messages.UserMessage{m})
+}
+
+// speak asks the TTS actor for the reply and delivers it as voice. The
+// request carries this session's identity in its envelope; the format is
+// the TTS actor's decision, from this platform's capabilities.
+func (a *session) speak(c actor.Context, text string, ids []string, replyTo string) {
+	tts := a.rt.tts
+	if tts == nil {
+		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 Voice replies are not available: no speech engine is configured.", Answers: ids, Last: true, Origin: "turn"})
+		return
+	}
+	f := c.RequestFuture(tts, &messages.SynthesizeSpeech{Text: text}, a.rt.cfg.TTSTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		sp, ok := res.(*messages.Speech)
+		if err == nil && !ok {
+			err = speechError(res)
+		}
+		if err != nil {
+			a.log.Warn("auto voice reply failed", "err", err)
+			a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 I could not speak this reply: " + err.Error(), Answers: ids, Last: true, Origin: "turn"})
+			return
+		}
+		a.deliver(c, voiceDelivery(sp, ids, replyTo, true))
+	})
+}
+
+// handleTerminated notices a turn that died without reporting (a panic in
+// the turn itself): the user gets an error instead of silence.
+func (a *session) handleTerminated(c actor.Context, m *actor.Terminated) {
+	t := a.turn
+	if t == nil || !t.pid.Equal(m.Who) {
+		return
+	}
+	// Its turnDone, if sent, is already queued behind this system message.
+	c.Send(c.Self(), &turnGone{turn: t.id})
+}
+
+func (a *session) handleTurnGone(c actor.Context, m *turnGone) {
+	t := a.turn
+	if t == nil || t.id != m.turn {
+		return
+	}
+	a.log.Error("turn stopped without answering", "turn", t.id)
+	c.Send(c.Self(), &turnDone{turn: t.id, reply: "⚠️ Internal error: this reply failed. Please try again.", failed: true})
+}
+
+func (a *session) handleVoiceReply(c actor.Context, m *voiceReply) {
+	var ids []string
+	replyTo := ""
+	if a.turn != nil && a.turn.id == m.turn {
+		a.turn.spoke = true
+		ids = answers(a.turn.inputs)
+		replyTo = lastID(a.turn.inputs)
+	} else if m.turn != 0 {
+		return // from a turn that was cancelled: stay quiet
+	}
+	a.deliver(c, voiceDelivery(m.speech, ids, replyTo, false))
+}
+
+// deliver hands d to the platform outbox in this session's order. The
+// outbox learns the destination from the envelope, stamped from this
+// actor's binding.
+func (a *session) deliver(c actor.Context, d *messages.Delivery) {
+	a.seq++
+	d.Seq = a.seq
+	a.lastActive = time.Now()
+	c.Request(a.rt.outbox(a.s.Platform()), d)
+}
+
+// reply answers one message outside any turn (commands, refusals).
+func (a *session) reply(c actor.Context, m *messages.UserMessage, text string) {
+	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: text, Answers: []string{m.GetMessageId()}, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
+}
+
+func (a *session) handleReceipt(r *messages.DeliveryReceipt) {
+	if r.GetError() != "" {
+		a.log.Warn("delivery failed", "seq", r.GetSeq(), "err", r.GetError())
+	}
+}
+
+func voiceDelivery(sp *messages.Speech, ids []string, replyTo string, last bool) *messages.Delivery {
+	return &messages.Delivery{
+		Kind:         messages.DeliveryKind_DELIVERY_KIND_VOICE,
+		Audio:        sp.Data,
+		Format:       sp.Format.String(),
+		DurationSecs: sp.Duration.Seconds(),
+		Waveform:     sp.Waveform,
+		Answers:      ids,
+		Last:         last,
+		ReplyToId:    replyTo,
+		Origin:       "turn",
+	}
+}
+
+func speechError(res any) error {
+	switch r := res.(type) {
+	case *messages.SpeechFailed:
+		return r.Err
+	case *identity.Refused:
+		return r.Err
+	}
+	return fmt.Errorf("unexpected TTS reply %T", res)
+}
+
+func answers(in []*messages.UserMessage) []string {
+	ids := make([]string, 0, len(in))
+	for _, m := range in {
+		if id := m.GetMessageId(); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func lastID(in []*messages.UserMessage) string {
+	if len(in) == 0 {
+		return ""
+	}
+	return in[len(in)-1].GetMessageId()
+}

@@ -1,0 +1,234 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/model"
+)
+
+// turn is one agent turn: model calls, tool fan-out, the final answer. It is
+// a child of its session (and so bound to it) and may wait on I/O, but never
+// in Receive: model calls run through await, tool calls are child actors
+// that report back. The session owns ctx; cancelling it and stopping this
+// actor quiets the whole subtree.
+type turn struct {
+	rt      *Runtime
+	ctx     context.Context
+	id      uint64
+	session *actor.PID
+	history []model.Message
+	inputs  []*messages.UserMessage
+
+	convo    []model.Message // what the model sees
+	produced []model.Message // what this turn adds to the history
+	rounds   int
+	calls    []model.ToolCall
+	results  map[string]*toolResult
+	tools    map[string]*actor.PID // call id → tool actor, for Terminated
+	steer    []*messages.UserMessage
+	toolSeq  int
+	finished bool
+}
+
+// Receive handles lifecycle first, then one handler per message.
+func (t *turn) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		t.begin(c)
+	case *steerInput:
+		t.steer = append(t.steer, m.m)
+	case *toolResult:
+		t.handleToolResult(c, m)
+	case *actor.Terminated:
+		t.handleToolStopped(c, m)
+	case *toolGone:
+		if t.tools != nil && t.results[m.callID] == nil {
+			t.results[m.callID] = &toolResult{callID: m.callID, err: errors.New("the tool stopped before answering")}
+			t.maybeContinue(c)
+		}
+	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		t.rt.log.Warn("turn: unhandled message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (t *turn) begin(c actor.Context) {
+	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
+	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(t.inputs)})
+	t.convo = append(t.convo, t.history...)
+	for _, in := range t.inputs {
+		t.convo = append(t.convo, userContent(in))
+	}
+	t.callModel(c)
+}
+
+// userContent renders an inbound message the way the model should read it.
+func userContent(m *messages.UserMessage) model.Message {
+	var b strings.Builder
+	if m.GetFromVoice() {
+		b.WriteString("[The user sent a voice message. Transcript:] ")
+	}
+	b.WriteString(m.GetText())
+	for _, a := range m.GetAttachments() {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "[attachment: %s %q, %s, %d bytes", a.GetKind(), a.GetName(), a.GetMimeType(), a.GetSize())
+		if a.GetDurationSecs() > 0 {
+			fmt.Fprintf(&b, ", %.1f s", a.GetDurationSecs())
+		}
+		b.WriteByte(']')
+	}
+	return model.Message{Role: "user", Content: b.String()}
+}
+
+func (t *turn) callModel(c actor.Context) {
+	req := model.Request{Messages: t.convo}
+	if t.rounds < t.rt.cfg.MaxToolRounds {
+		req.Tools = t.rt.tools.Specs()
+	}
+	ctx, m := t.ctx, t.rt.model
+	await(c, t.rt.cfg.TurnTimeout, func() (any, error) {
+		return m.Complete(ctx, req)
+	}, func(v any, err error) {
+		if t.ctx.Err() != nil {
+			return // cancelled: the session is no longer listening
+		}
+		if err != nil {
+			t.rt.log.Warn("model call failed", "session", t.sessionKey(c), "err", err)
+			t.finish(c, model.UserMessage(err), true)
+			return
+		}
+		t.handleModel(c, v.(model.Response))
+	})
+}
+
+func (t *turn) handleModel(c actor.Context, resp model.Response) {
+	msg := resp.Message
+	msg.Role = "assistant"
+	t.rt.obs.ModelCall(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	if len(msg.ToolCalls) == 0 || t.rounds >= t.rt.cfg.MaxToolRounds {
+		msg.ToolCalls = nil
+		t.produced = append(t.produced, msg)
+		t.finish(c, msg.Content, false)
+		return
+	}
+	t.rounds++
+	t.convo = append(t.convo, msg)
+	t.produced = append(t.produced, msg)
+	t.calls = msg.ToolCalls
+	t.results = make(map[string]*toolResult, len(msg.ToolCalls))
+	t.tools = make(map[string]*actor.PID, len(msg.ToolCalls))
+	// Fan out: every call is its own child actor, all at once.
+	for _, call := range msg.ToolCalls {
+		t.toolSeq++
+		props := t.rt.toolProps(t.ctx, call, t.id, t.session, senderOf(t.inputs))
+		pid, err := c.SpawnNamed(props, fmt.Sprintf("tool-%d", t.toolSeq))
+		if err != nil {
+			t.results[call.ID] = &toolResult{callID: call.ID, err: fmt.Errorf("start tool: %w", err)}
+			continue
+		}
+		t.tools[call.ID] = pid
+		c.Watch(pid)
+	}
+	t.maybeContinue(c)
+}
+
+func (t *turn) handleToolResult(c actor.Context, r *toolResult) {
+	if _, waiting := t.tools[r.callID]; !waiting || t.results[r.callID] != nil {
+		return
+	}
+	t.results[r.callID] = r
+	t.maybeContinue(c)
+}
+
+// handleToolStopped turns a tool that died without answering (a panic its
+// recover missed, a Stop) into an error result, so the turn never waits on
+// a tool that is gone.
+func (t *turn) handleToolStopped(c actor.Context, m *actor.Terminated) {
+	for id, pid := range t.tools {
+		if pid.Equal(m.Who) && t.results[id] == nil {
+			// Its result, if it sent one, is queued behind this system message.
+			c.Send(c.Self(), &toolGone{callID: id})
+			return
+		}
+	}
+}
+
+func (t *turn) maybeContinue(c actor.Context) {
+	if t.finished || len(t.results) < len(t.calls) {
+		return
+	}
+	for _, call := range t.calls { // results in the order the model asked
+		r := t.results[call.ID]
+		content := r.content
+		if r.err != nil {
+			content = "error: " + r.err.Error()
+		}
+		tm := model.Message{Role: "tool", ToolCallID: call.ID, Name: call.Name, Content: content}
+		t.convo = append(t.convo, tm)
+		t.produced = append(t.produced, tm)
+	}
+	t.calls, t.results, t.tools = nil, nil, nil
+	for _, m := range t.steer {
+		um := userContent(m)
+		t.convo = append(t.convo, um)
+	}
+	t.steer = nil
+	t.callModel(c)
+}
+
+// finish persists what the turn produced, then reports to the session. A
+// failed turn persists nothing: the user's message is already stored, and
+// an error text is not part of the conversation.
+func (t *turn) finish(c actor.Context, reply string, failed bool) {
+	if t.finished {
+		return
+	}
+	t.finished = true
+	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer}
+	if !failed {
+		done.produced = t.produced
+	}
+	if failed || len(t.produced) == 0 {
+		c.Send(t.session, done)
+		return
+	}
+	s, ok := sessionOf(c)
+	if !ok {
+		c.Send(t.session, done)
+		return
+	}
+	p, produced, ctx := t.rt.persist, t.produced, t.ctx
+	await(c, t.rt.cfg.StoreTimeout, func() (any, error) {
+		return nil, p.AppendTurn(ctx, s, produced)
+	}, func(_ any, err error) {
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return
+			}
+			// The reply is still delivered: losing the user's answer because
+			// the disk is full would be worse than a gap in the history.
+			t.rt.log.Error("persist turn", "session", s.Key(), "err", err)
+		}
+		c.Send(t.session, done)
+	})
+}
+
+func (t *turn) sessionKey(c actor.Context) string {
+	s, _ := sessionOf(c)
+	return s.Key()
+}
+
+func senderOf(in []*messages.UserMessage) string {
+	if len(in) == 0 {
+		return ""
+	}
+	return in[len(in)-1].GetSenderId()
+}

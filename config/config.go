@@ -1,0 +1,341 @@
+// Package config reads hermesd's configuration: the environment contract
+// (docs/configuration.md) plus an optional config.yaml in HERMES_HOME, the
+// environment winning. Only this package reads the environment, and only
+// through the lookup function it is given. Every bad value is an error that
+// names its key; secrets are never printed (see Redacted).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is hermesd's whole configuration.
+type Config struct {
+	Home     string
+	HTTPAddr string
+	APIToken string
+	LogLevel string
+
+	ModelBaseURL string
+	ModelAPIKey  string
+	Model        string
+	ModelTimeout time.Duration
+
+	TelegramToken         string
+	TelegramAPIURL        string
+	TelegramAllowed       []string
+	TelegramWebhookURL    string
+	TelegramWebhookSecret string
+	TelegramWebhookListen string
+	TelegramRateLimit     bool
+
+	DiscordToken   string
+	DiscordAPIURL  string
+	DiscordAllowed []string
+
+	TTSProvider   string
+	TTSBaseURL    string
+	TTSVoice      string
+	ElevenLabsKey string
+
+	STTProvider string
+	STTBaseURL  string
+	STTModel    string
+
+	IdleTimeout   time.Duration
+	BusyPolicy    string
+	SystemPrompt  string
+	HistoryLimit  int
+	MaxToolRounds int
+	TurnTimeout   time.Duration
+	ShutdownGrace time.Duration
+}
+
+// keys lists every setting: its environment name (also its config.yaml key),
+// default and whether it is a secret.
+var keys = []struct {
+	name, def string
+	secret    bool
+}{
+	{"HERMES_HOME", "", false},
+	{"HERMES_HTTP_ADDR", "127.0.0.1:7600", false},
+	{"HERMES_API_TOKEN", "", true},
+	{"HERMES_LOG_LEVEL", "info", false},
+	{"OPENAI_BASE_URL", "", false},
+	{"OPENAI_API_KEY", "", true},
+	{"HERMES_MODEL", "", false},
+	{"HERMES_MODEL_TIMEOUT", "120s", false},
+	{"TELEGRAM_BOT_TOKEN", "", true},
+	{"TELEGRAM_API_URL", "https://api.telegram.org", false},
+	{"TELEGRAM_ALLOWED_USERS", "", false},
+	{"TELEGRAM_WEBHOOK_URL", "", false},
+	{"TELEGRAM_WEBHOOK_SECRET", "", true},
+	{"TELEGRAM_WEBHOOK_LISTEN", "", false},
+	{"TELEGRAM_RATE_LIMIT", "on", false},
+	{"DISCORD_BOT_TOKEN", "", true},
+	{"DISCORD_API_URL", "https://discord.com", false},
+	{"DISCORD_ALLOWED_USERS", "", false},
+	{"HERMES_TTS_PROVIDER", "espeak", false},
+	{"HERMES_TTS_BASE_URL", "", false},
+	{"HERMES_TTS_VOICE", "", false},
+	{"ELEVENLABS_API_KEY", "", true},
+	{"HERMES_STT_PROVIDER", "none", false},
+	{"HERMES_STT_BASE_URL", "", false},
+	{"HERMES_STT_MODEL", "whisper-1", false},
+	{"HERMES_IDLE_TIMEOUT", "30m", false},
+	{"HERMES_BUSY_POLICY", "interrupt", false},
+	{"HERMES_SYSTEM_PROMPT", "", false},
+	{"HERMES_HISTORY_LIMIT", "200", false},
+	{"HERMES_MAX_TOOL_ROUNDS", "8", false},
+	{"HERMES_TURN_TIMEOUT", "10m", false},
+	{"HERMES_SHUTDOWN_GRACE", "10s", false},
+}
+
+// Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
+// the environment through lookup (os.LookupEnv in the daemon).
+func Load(lookup func(string) (string, bool)) (Config, error) {
+	vals := make(map[string]string, len(keys))
+	for _, k := range keys {
+		vals[k.name] = k.def
+	}
+	home, ok := lookup("HERMES_HOME")
+	if !ok || home == "" {
+		dir, err := os.UserHomeDir()
+		if err != nil {
+			return Config{}, fmt.Errorf("HERMES_HOME is unset and the home directory is unknown: %w", err)
+		}
+		home = filepath.Join(dir, ".hermesd")
+	}
+	file := filepath.Join(home, "config.yaml")
+	if err := readYAML(file, vals); err != nil {
+		return Config{}, err
+	}
+	for _, k := range keys {
+		if v, ok := lookup(k.name); ok {
+			vals[k.name] = v
+		}
+	}
+	vals["HERMES_HOME"] = home
+	return parse(vals)
+}
+
+// readYAML merges a flat config.yaml whose keys are the environment names
+// (either case). A missing file is fine; an unknown key is an error.
+func readYAML(path string, vals map[string]string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for k, v := range raw {
+		name := strings.ToUpper(k)
+		if _, known := vals[name]; !known || name == "HERMES_HOME" {
+			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)
+		}
+		switch v := v.(type) {
+		case string:
+			vals[name] = v
+		case int, float64, bool:
+			vals[name] = fmt.Sprint(v)
+		case []any:
+			parts := make([]string, len(v))
+			for i, p := range v {
+				parts[i] = fmt.Sprint(p)
+			}
+			vals[name] = strings.Join(parts, ",")
+		case nil:
+			vals[name] = ""
+		default:
+			return fmt.Errorf("%s: key %q: want a string, number or list", path, k)
+		}
+	}
+	return nil
+}
+
+func parse(v map[string]string) (Config, error) {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	dur := func(key string) time.Duration {
+		d, err := time.ParseDuration(v[key])
+		if err != nil || d <= 0 {
+			bad(key, "want a positive duration such as 30s or 10m, got %q", v[key])
+		}
+		return d
+	}
+	num := func(key string) int {
+		n, err := strconv.Atoi(v[key])
+		if err != nil || n <= 0 {
+			bad(key, "want a positive integer, got %q", v[key])
+		}
+		return n
+	}
+	urlOf := func(key string) string {
+		s := strings.TrimRight(v[key], "/")
+		if s == "" {
+			return ""
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(key, "want an http(s) URL, got %q", v[key])
+		}
+		return s
+	}
+	oneOf := func(key string, allowed ...string) string {
+		s := strings.ToLower(strings.TrimSpace(v[key]))
+		for _, a := range allowed {
+			if s == a {
+				return s
+			}
+		}
+		bad(key, "want one of %s, got %q", strings.Join(allowed, ", "), v[key])
+		return ""
+	}
+	c := Config{
+		Home:     v["HERMES_HOME"],
+		HTTPAddr: v["HERMES_HTTP_ADDR"],
+		APIToken: v["HERMES_API_TOKEN"],
+		LogLevel: oneOf("HERMES_LOG_LEVEL", "debug", "info", "warn", "error"),
+
+		ModelBaseURL: urlOf("OPENAI_BASE_URL"),
+		ModelAPIKey:  v["OPENAI_API_KEY"],
+		Model:        v["HERMES_MODEL"],
+		ModelTimeout: dur("HERMES_MODEL_TIMEOUT"),
+
+		TelegramToken:         v["TELEGRAM_BOT_TOKEN"],
+		TelegramAPIURL:        urlOf("TELEGRAM_API_URL"),
+		TelegramAllowed:       list(v["TELEGRAM_ALLOWED_USERS"]),
+		TelegramWebhookURL:    urlOf("TELEGRAM_WEBHOOK_URL"),
+		TelegramWebhookSecret: v["TELEGRAM_WEBHOOK_SECRET"],
+		TelegramWebhookListen: v["TELEGRAM_WEBHOOK_LISTEN"],
+		TelegramRateLimit:     oneOf("TELEGRAM_RATE_LIMIT", "on", "off") != "off",
+
+		DiscordToken:   v["DISCORD_BOT_TOKEN"],
+		DiscordAPIURL:  urlOf("DISCORD_API_URL"),
+		DiscordAllowed: list(v["DISCORD_ALLOWED_USERS"]),
+
+		TTSProvider:   oneOf("HERMES_TTS_PROVIDER", "espeak", "openai", "elevenlabs", "none"),
+		TTSBaseURL:    urlOf("HERMES_TTS_BASE_URL"),
+		TTSVoice:      v["HERMES_TTS_VOICE"],
+		ElevenLabsKey: v["ELEVENLABS_API_KEY"],
+
+		STTProvider: oneOf("HERMES_STT_PROVIDER", "openai", "none"),
+		STTBaseURL:  urlOf("HERMES_STT_BASE_URL"),
+		STTModel:    v["HERMES_STT_MODEL"],
+
+		IdleTimeout:   dur("HERMES_IDLE_TIMEOUT"),
+		BusyPolicy:    oneOf("HERMES_BUSY_POLICY", "interrupt", "queue", "steer"),
+		SystemPrompt:  v["HERMES_SYSTEM_PROMPT"],
+		HistoryLimit:  num("HERMES_HISTORY_LIMIT"),
+		MaxToolRounds: num("HERMES_MAX_TOOL_ROUNDS"),
+		TurnTimeout:   dur("HERMES_TURN_TIMEOUT"),
+		ShutdownGrace: dur("HERMES_SHUTDOWN_GRACE"),
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		bad("HERMES_HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
+	}
+	if c.TelegramWebhookURL != "" {
+		if c.TelegramWebhookListen == "" {
+			bad("TELEGRAM_WEBHOOK_LISTEN", "required when TELEGRAM_WEBHOOK_URL is set (the webhook gets its own listener)")
+		} else if c.TelegramWebhookListen == c.HTTPAddr {
+			bad("TELEGRAM_WEBHOOK_LISTEN", "must differ from HERMES_HTTP_ADDR: the admin listener never faces the internet")
+		}
+		if c.TelegramWebhookSecret == "" {
+			bad("TELEGRAM_WEBHOOK_SECRET", "required when TELEGRAM_WEBHOOK_URL is set")
+		}
+	}
+	if c.TTSProvider == "elevenlabs" && c.ElevenLabsKey == "" {
+		bad("ELEVENLABS_API_KEY", "required when HERMES_TTS_PROVIDER=elevenlabs")
+	}
+	if c.TTSProvider == "openai" && c.TTSBaseURL == "" {
+		c.TTSBaseURL = c.ModelBaseURL
+		if c.TTSBaseURL == "" {
+			bad("HERMES_TTS_BASE_URL", "required when HERMES_TTS_PROVIDER=openai and OPENAI_BASE_URL is unset")
+		}
+	}
+	if c.STTProvider == "openai" && c.STTBaseURL == "" {
+		c.STTBaseURL = c.ModelBaseURL
+		if c.STTBaseURL == "" {
+			bad("HERMES_STT_BASE_URL", "required when HERMES_STT_PROVIDER=openai and OPENAI_BASE_URL is unset")
+		}
+	}
+	if !c.Loopback() && c.APIToken == "" {
+		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
+	}
+	if c.ModelBaseURL != "" && c.Model == "" {
+		c.Model = "gpt-4o-mini"
+	}
+	return c, errors.Join(errs...)
+}
+
+// Loopback reports whether the HTTP listener binds to loopback only, where
+// the local user is trusted.
+func (c Config) Loopback() bool {
+	host, _, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Offline reports whether no model endpoint is configured.
+func (c Config) Offline() bool { return c.ModelBaseURL == "" }
+
+// Redacted returns the effective settings as sorted "KEY=value" lines with
+// secrets masked, for `hermesd doctor` and start-up logs.
+func (c Config) Redacted() []string {
+	vals := map[string]string{
+		"HERMES_HOME": c.Home, "HERMES_HTTP_ADDR": c.HTTPAddr, "HERMES_API_TOKEN": c.APIToken,
+		"OPENAI_BASE_URL": c.ModelBaseURL, "OPENAI_API_KEY": c.ModelAPIKey, "HERMES_MODEL": c.Model,
+		"TELEGRAM_BOT_TOKEN": c.TelegramToken, "TELEGRAM_API_URL": c.TelegramAPIURL,
+		"TELEGRAM_WEBHOOK_URL": c.TelegramWebhookURL, "TELEGRAM_WEBHOOK_SECRET": c.TelegramWebhookSecret,
+		"DISCORD_BOT_TOKEN": c.DiscordToken, "DISCORD_API_URL": c.DiscordAPIURL,
+		"HERMES_TTS_PROVIDER": c.TTSProvider, "ELEVENLABS_API_KEY": c.ElevenLabsKey,
+		"HERMES_STT_PROVIDER": c.STTProvider, "HERMES_BUSY_POLICY": c.BusyPolicy,
+	}
+	secret := map[string]bool{}
+	for _, k := range keys {
+		secret[k.name] = k.secret
+	}
+	var out []string
+	for k, v := range vals {
+		if secret[k] && v != "" {
+			v = "(set, hidden)"
+		}
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func list(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package web
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/platforms"
+)
+
+//go:embed page/index.html
+var page embed.FS
+
+// MaxBodyBytes is the largest POST /api/chat body accepted; the text limit
+// itself is the runtime's (docs/api.md).
+const MaxBodyBytes = 64 << 10
+
+// Routes registers the web chat on mux. replyTimeout bounds how long
+// POST /api/chat waits for the turn's replies.
+func (a *Adapter) Routes(mux *http.ServeMux, replyTimeout time.Duration) {
+	mux.HandleFunc("GET /{$}", a.handlePage)
+	mux.HandleFunc("POST /api/chat", func(w http.ResponseWriter, r *http.Request) { a.handleChat(w, r, replyTimeout) })
+	mux.HandleFunc("GET /api/chat/{id}/events", a.handleEvents)
+	mux.HandleFunc("GET /media/{name}", a.handleMedia)
+}
+
+func (a *Adapter) handlePage(w http.ResponseWriter, r *http.Request) {
+	b, err := page.ReadFile("page/index.html")
+	if err != nil {
+		http.Error(w, "page missing", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(b)
+}
+
+// chatRequest is the body of POST /api/chat.
+type chatRequest struct {
+	Chat string `json:"chat"`
+	Text string `json:"text"`
+}
+
+// chatResponse is its answer.
+type chatResponse struct {
+	Replies []Reply `json:"replies"`
+}
+
+// APIError is the body of every error answer: {"error": {"code", "message"}}.
+type APIError struct {
+	Error APIErrorBody `json:"error"`
+}
+
+// WriteError answers with status and a JSON error body.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, APIError{APIErrorBody{code, msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	var req chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+			return
+		}
+		WriteError(w, http.StatusBadRequest, "malformed_json", "body must be JSON like {\"chat\": \"<id>\", \"text\": \"...\"}: "+err.Error())
+		return
+	}
+	s, err := Session(req.Chat)
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, "bad_chat", err.Error())
+		return
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		WriteError(w, http.StatusBadRequest, "empty_text", "text is empty")
+		return
+	}
+	in := a.in.Load()
+	if in == nil {
+		WriteError(w, http.StatusServiceUnavailable, "not_ready", "the web chat is not accepting messages")
+		return
+	}
+	msgID := fmt.Sprintf("%s-m%d", a.prefix, a.seq.Add(1))
+	wt := a.wait(msgID)
+	err = (*in)(r.Context(), &messages.UserMessage{
+		SessionKey: s.Key(), MessageId: msgID, SenderId: req.Chat, SenderName: "web", Text: req.Text,
+		ReceivedUnixMs: time.Now().UnixMilli(),
+	})
+	if err != nil {
+		a.collect(msgID, wt)
+		if errors.Is(err, platforms.ErrTooLarge) {
+			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
+			return
+		}
+		a.log.Warn("web message not accepted", "session", s.Key(), "err", err)
+		WriteError(w, http.StatusServiceUnavailable, "not_accepted", err.Error())
+		return
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-wt.done:
+		writeJSON(w, http.StatusOK, chatResponse{Replies: a.collect(msgID, wt)})
+	case <-t.C:
+		// The turn goes on; its replies still reach the event stream.
+		replies := a.collect(msgID, wt)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGatewayTimeout)
+		_ = json.NewEncoder(w).Encode(struct {
+			Error   APIErrorBody `json:"error"`
+			Replies []Reply      `json:"replies"`
+		}{APIErrorBody{"timeout", fmt.Sprintf("no complete answer within %s; later replies arrive on /api/chat/%s/events", timeout, req.Chat)}, replies})
+	case <-r.Context().Done():
+		a.collect(msgID, wt)
+	}
+}
+
+// APIErrorBody is the inside of APIError.
+type APIErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
+	chat := r.PathValue("id")
+	if _, err := Session(chat); err != nil {
+		WriteError(w, http.StatusBadRequest, "bad_chat", err.Error())
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		WriteError(w, http.StatusInternalServerError, "no_streaming", "streaming unsupported")
+		return
+	}
+	sub := a.subscribe(chat)
+	defer a.unsubscribe(chat, sub)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_, _ = fmt.Fprint(w, ": connected\n\n")
+	fl.Flush()
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ping.C:
+			_, _ = fmt.Fprint(w, ": ping\n\n")
+			fl.Flush()
+		case ev, ok := <-sub.ch:
+			if !ok {
+				return // too slow: the client reconnects
+			}
+			b, _ := json.Marshal(ev)
+			_, _ = fmt.Fprintf(w, "id: %d\nevent: reply\ndata: %s\n\n", n, b)
+			fl.Flush()
+		}
+	}
+}
+
+func (a *Adapter) handleMedia(w http.ResponseWriter, r *http.Request) {
+	it, ok := a.media.get(r.PathValue("name"))
+	if !ok {
+		WriteError(w, http.StatusNotFound, "not_found", "no such media (voice replies are kept in memory for a while)")
+		return
+	}
+	w.Header().Set("Content-Type", it.format.MIMEType())
+	w.Header().Set("Content-Length", strconv.Itoa(len(it.data)))
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	_, _ = w.Write(it.data)
+}
