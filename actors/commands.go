@@ -137,7 +137,7 @@ func describeVoice(v VoiceMode) string {
 
 // saveSettings persists voice mode and busy policy off the actor goroutine.
 func (a *session) saveSettings(c actor.Context) {
-	s, v, b, p, log := a.s, a.voice, a.busy, a.rt.persist, a.log
+	s, v, b, p, log := a.s, a.voice, a.busy, a.rt.persist, a.logger()
 	timeout := a.rt.cfg.StoreTimeout
 	await(c, timeout, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)

@@ -69,3 +69,18 @@ type turnGone struct{ turn uint64 }
 
 // toolGone is the same for a turn and its tools.
 type toolGone struct{ callID string }
+
+// stateLoaded reports a session's state, loaded off its goroutine.
+type stateLoaded struct {
+	state SessionState
+	err   error
+}
+
+// modelDone reports a model call made off the turn's goroutine.
+type modelDone struct {
+	resp model.Response
+	err  error
+}
+
+// turnPersisted reports that a finished turn's messages were written.
+type turnPersisted struct{ err error }

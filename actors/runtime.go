@@ -91,10 +91,21 @@ type Deps struct {
 	Observer Observer
 	// ActorOptions are extra actor-system options (metrics middleware …).
 	ActorOptions []actor.ConfigOption
-	// SessionMiddleware and ChildMiddleware, if set, wrap the receive of
-	// session actors and of every actor below them (inspection, metrics).
-	SessionMiddleware []actor.ReceiverMiddleware
+	// Instrument, if set, decorates the Props of every actor the runtime
+	// creates (metrics and inspection middleware). kind is one of the Kind
+	// constants. It must return a Clone, never Configure p.
+	Instrument func(kind string, p *actor.Props) *actor.Props
 }
+
+// Actor kinds, as passed to Deps.Instrument and shown by inspection.
+const (
+	KindRouter  = "router"
+	KindSession = "session"
+	KindTurn    = "turn"
+	KindTool    = "tool"
+	KindOutbox  = "outbox"
+	KindTTS     = "tts"
+)
 
 // Runtime is a running actor tree.
 type Runtime struct {
@@ -114,7 +125,7 @@ type Runtime struct {
 	router   *actor.PID
 
 	sessionProps *actor.Props
-	middleware   []actor.ReceiverMiddleware
+	instrument   func(kind string, p *actor.Props) *actor.Props
 
 	// ctx is the parent of every turn's context; deliverCtx of every send.
 	ctx, deliverCtx       context.Context
@@ -151,7 +162,10 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		guard: d.Guard, obs: counting{d.Observer, nil},
 		adapters:   make(map[messages.Platform]platforms.Adapter),
 		outboxes:   make(map[messages.Platform]*actor.PID),
-		middleware: d.SessionMiddleware,
+		instrument: d.Instrument,
+	}
+	if rt.instrument == nil {
+		rt.instrument = func(_ string, p *actor.Props) *actor.Props { return p }
 	}
 	rt.obs = counting{d.Observer, &rt.runningTurns}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
@@ -168,7 +182,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		}
 		rt.adapters[p] = a
 		ob := newOutbox(rt, p, a)
-		pid, err := rt.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return ob }, guardMW), "outbox-"+string(p))
+		pid, err := rt.sys.Root.SpawnNamed(rt.instrument(KindOutbox, actor.PropsFromProducer(func() actor.Actor { return ob }, guardMW)), "outbox-"+string(p))
 		if err != nil {
 			return nil, fmt.Errorf("spawn outbox %s: %w", p, err)
 		}
@@ -176,23 +190,20 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 	}
 	nb := newOutbox(rt, "", nil)
 	var err error
-	if rt.nowhere, err = rt.sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return nb }, guardMW), "outbox-missing"); err != nil {
+	if rt.nowhere, err = rt.sys.Root.SpawnNamed(rt.instrument(KindOutbox, actor.PropsFromProducer(func() actor.Actor { return nb }, guardMW)), "outbox-missing"); err != nil {
 		return nil, fmt.Errorf("spawn outbox: %w", err)
 	}
 	if d.TTS != nil {
-		if rt.tts, err = rt.sys.Root.SpawnNamed(d.TTS, "tts"); err != nil {
+		if rt.tts, err = rt.sys.Root.SpawnNamed(rt.instrument(KindTTS, d.TTS), "tts"); err != nil {
 			return nil, fmt.Errorf("spawn tts: %w", err)
 		}
 	}
 
 	// One Props for every session: the actor's own name (its key) binds it.
-	sessionOpts := []actor.PropsOption{actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))}
-	if len(d.SessionMiddleware) > 0 {
-		sessionOpts = append(sessionOpts, actor.WithReceiverMiddleware(d.SessionMiddleware...))
-	}
-	rt.sessionProps = identity.ByName(actor.PropsFromProducer(func() actor.Actor { return newSession(rt) }, sessionOpts...))
-	routerProps := actor.PropsFromProducer(func() actor.Actor { return newRouter(rt) },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, restartSession)))
+	rt.sessionProps = rt.instrument(KindSession, identity.ByName(actor.PropsFromProducer(func() actor.Actor { return newSession(rt) },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild)))))
+	routerProps := rt.instrument(KindRouter, actor.PropsFromProducer(func() actor.Actor { return newRouter(rt) },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, restartSession))))
 	if rt.router, err = rt.sys.Root.SpawnNamed(routerProps, "sessions"); err != nil {
 		return nil, fmt.Errorf("spawn router: %w", err)
 	}
@@ -321,21 +332,14 @@ func (rt *Runtime) indicates(p messages.Platform) bool {
 }
 
 func (rt *Runtime) turnProps(t *turn) *actor.Props {
-	opts := []actor.PropsOption{actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))}
-	if len(rt.middleware) > 0 {
-		opts = append(opts, actor.WithReceiverMiddleware(rt.middleware...))
-	}
-	return actor.PropsFromProducer(func() actor.Actor { return t }, opts...)
+	return rt.instrument(KindTurn, actor.PropsFromProducer(func() actor.Actor { return t },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
 }
 
 func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, turnID uint64, session *actor.PID, sender string) *actor.Props {
-	var opts []actor.PropsOption
-	if len(rt.middleware) > 0 {
-		opts = append(opts, actor.WithReceiverMiddleware(rt.middleware...))
-	}
-	return actor.PropsFromProducer(func() actor.Actor {
+	return rt.instrument(KindTool, actor.PropsFromProducer(func() actor.Actor {
 		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender}
-	}, opts...)
+	}))
 }
 
 // systemPrompt is the configured prompt plus what the model should know

@@ -25,9 +25,8 @@ import (
 // order the router received them, and replies leave through the platform
 // outbox numbered by seq.
 type session struct {
-	rt  *Runtime
-	s   messages.Session
-	log *slog.Logger
+	rt *Runtime
+	s  messages.Session
 
 	state   sessionLoad
 	voice   VoiceMode
@@ -42,7 +41,7 @@ type session struct {
 	// turn before they arrived, so their arrival starts nothing.
 	pending  []*messages.UserMessage
 	absorbed map[string]bool
-	queued  []*messages.UserMessage
+	queued   []*messages.UserMessage
 
 	turnSeq uint64
 	turn    *runningTurn
@@ -89,6 +88,8 @@ func (a *session) Receive(c actor.Context) {
 	case *messages.ScheduledFire:
 		a.handled++
 		a.handleUser(c, &messages.UserMessage{SessionKey: m.GetSessionKey(), MessageId: "job-" + m.GetJobId(), Text: m.GetPrompt(), ReceivedUnixMs: m.GetDueUnixMs()})
+	case *stateLoaded:
+		a.handleLoaded(c, m)
 	case *turnDone:
 		a.handleTurnDone(c, m)
 	case *voiceReply:
@@ -105,7 +106,7 @@ func (a *session) Receive(c actor.Context) {
 		a.handleTerminated(c, m)
 	case *actor.Stopped, *actor.ReceiveTimeout:
 	default:
-		a.log.Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
+		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
 }
 
@@ -119,7 +120,6 @@ func (a *session) started(c actor.Context) {
 		return
 	}
 	a.s = s
-	a.log = a.rt.log.With("session", s.Key())
 	a.voice, a.busy = VoiceOn, a.rt.cfg.DefaultBusy
 	a.lastActive = time.Now()
 	a.rt.obs.SessionStarted(s)
@@ -139,40 +139,51 @@ func (a *session) stopping() {
 	}
 }
 
-// load reads settings and history from the store without blocking; messages
-// that arrive meanwhile wait in order.
+// logger returns the runtime's logger with this session's key; built per
+// call because a logger held by each of a million idle sessions would cost
+// more than the session itself.
+func (a *session) logger() *slog.Logger { return a.rt.log.With("session", a.s.Key()) }
+
+// load reads settings and history from the store on its own goroutine, which
+// reports back with stateLoaded; messages that arrive meanwhile wait in order.
 func (a *session) load(c actor.Context) {
 	a.state = loading
-	s, limit := a.s, a.rt.cfg.HistoryLimit
-	p := a.rt.persist
-	await(c, a.rt.cfg.StoreTimeout, func() (any, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), a.rt.cfg.StoreTimeout)
+	s, limit, p, timeout := a.s, a.rt.cfg.HistoryLimit, a.rt.persist, a.rt.cfg.StoreTimeout
+	self, root := c.Self(), c.ActorSystem().Root
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		return p.LoadSession(ctx, s, limit)
-	}, func(v any, err error) {
-		a.state = loaded
-		if err != nil {
-			// The conversation still works, with no memory of the past; say so
-			// in the log rather than dropping the user's message.
-			a.log.Error("load session state", "err", err)
-		} else {
-			st := v.(SessionState)
-			a.history = slices.Clip(st.History)
-			a.pending = st.Pending
-			a.turns = st.Turns
-			if st.Voice != "" {
-				a.voice = st.Voice
-			}
-			if st.Busy != "" {
-				a.busy = st.Busy
-			}
+		st, err := p.LoadSession(ctx, s, limit)
+		root.Send(self, &stateLoaded{st, err})
+	}()
+}
+
+func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
+	if a.state != loading {
+		return
+	}
+	a.state = loaded
+	if m.err != nil {
+		// The conversation still works, with no memory of the past; say so
+		// in the log rather than dropping the user's message.
+		a.logger().Error("load session state", "err", m.err)
+	} else {
+		st := m.state
+		a.history = slices.Clip(st.History)
+		a.pending = st.Pending
+		a.turns = st.Turns
+		if st.Voice != "" {
+			a.voice = st.Voice
 		}
-		waiting := a.waiting
-		a.waiting = nil
-		for _, m := range waiting {
-			a.handleUser(c, m)
+		if st.Busy != "" {
+			a.busy = st.Busy
 		}
-	})
+	}
+	waiting := a.waiting
+	a.waiting = nil
+	for _, w := range waiting {
+		a.handleUser(c, w)
+	}
 }
 
 func (a *session) idle(c actor.Context) bool {
@@ -239,7 +250,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("turn-%d", a.turnSeq))
 	if err != nil {
 		cancel()
-		a.log.Error("spawn turn", "err", err)
+		a.logger().Error("spawn turn", "err", err)
 		a.reply(c, inputs[len(inputs)-1], "⚠️ Internal error: could not start a turn.")
 		return
 	}
@@ -295,7 +306,7 @@ func (a *session) cancelTurn(c actor.Context, why string) {
 	}
 	c.Stop(t.pid)
 	a.rt.obs.TurnFinished(a.s, why, time.Since(t.started))
-	a.log.Info("turn cancelled", "turn", t.id, "why", why)
+	a.logger().Info("turn cancelled", "turn", t.id, "why", why)
 }
 
 func (a *session) handleTyping(c actor.Context, m *typingTick) {
@@ -382,7 +393,7 @@ func (a *session) speak(c actor.Context, text string, ids []string, replyTo stri
 			err = speechError(res)
 		}
 		if err != nil {
-			a.log.Warn("auto voice reply failed", "err", err)
+			a.logger().Warn("auto voice reply failed", "err", err)
 			a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 I could not speak this reply: " + err.Error(), Answers: ids, Last: true, Origin: "turn"})
 			return
 		}
@@ -406,7 +417,7 @@ func (a *session) handleTurnGone(c actor.Context, m *turnGone) {
 	if t == nil || t.id != m.turn {
 		return
 	}
-	a.log.Error("turn stopped without answering", "turn", t.id)
+	a.logger().Error("turn stopped without answering", "turn", t.id)
 	c.Send(c.Self(), &turnDone{turn: t.id, reply: "⚠️ Internal error: this reply failed. Please try again.", failed: true})
 }
 
@@ -440,7 +451,7 @@ func (a *session) reply(c actor.Context, m *messages.UserMessage, text string) {
 
 func (a *session) handleReceipt(r *messages.DeliveryReceipt) {
 	if r.GetError() != "" {
-		a.log.Warn("delivery failed", "seq", r.GetSeq(), "err", r.GetError())
+		a.logger().Warn("delivery failed", "seq", r.GetSeq(), "err", r.GetError())
 	}
 }
 

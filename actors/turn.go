@@ -34,6 +34,7 @@ type turn struct {
 	steer    []*messages.UserMessage
 	toolSeq  int
 	finished bool
+	done     *turnDone // set by finish while the turn's messages are written
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -41,6 +42,10 @@ func (t *turn) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		t.begin(c)
+	case *modelDone:
+		t.handleModelDone(c, m)
+	case *turnPersisted:
+		t.handlePersisted(c, m)
 	case *steerInput:
 		t.steer = append(t.steer, m.m)
 	case *toolResult:
@@ -94,19 +99,26 @@ func (t *turn) callModel(c actor.Context) {
 		req.Tools = t.rt.tools.Specs()
 	}
 	ctx, m := t.ctx, t.rt.model
-	await(c, t.rt.cfg.TurnTimeout, func() (any, error) {
-		return m.Complete(ctx, req)
-	}, func(v any, err error) {
-		if t.ctx.Err() != nil {
-			return // cancelled: the session is no longer listening
-		}
-		if err != nil {
-			t.rt.log.Warn("model call failed", "session", t.sessionKey(c), "err", err)
-			t.finish(c, model.UserMessage(err), true)
-			return
-		}
-		t.handleModel(c, v.(model.Response))
-	})
+	self, root := c.Self(), c.ActorSystem().Root
+	// The call runs on its own goroutine, bounded by the turn's context,
+	// and reports back as a message: the turn stays responsive (steer,
+	// tool results, Stop) meanwhile.
+	go func() {
+		resp, err := m.Complete(ctx, req)
+		root.Send(self, &modelDone{resp, err})
+	}()
+}
+
+func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
+	if t.ctx.Err() != nil || t.finished {
+		return // cancelled: the session is no longer listening
+	}
+	if m.err != nil {
+		t.rt.log.Warn("model call failed", "session", t.sessionKey(c), "err", m.err)
+		t.finish(c, model.UserMessage(m.err), true)
+		return
+	}
+	t.handleModel(c, m.resp)
 }
 
 func (t *turn) handleModel(c actor.Context, resp model.Response) {
@@ -205,20 +217,27 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 		c.Send(t.session, done)
 		return
 	}
+	t.done = done
 	p, produced, ctx := t.rt.persist, t.produced, t.ctx
-	await(c, t.rt.cfg.StoreTimeout, func() (any, error) {
-		return nil, p.AppendTurn(ctx, s, produced)
-	}, func(_ any, err error) {
-		if err != nil {
-			if t.ctx.Err() != nil {
-				return
-			}
-			// The reply is still delivered: losing the user's answer because
-			// the disk is full would be worse than a gap in the history.
-			t.rt.log.Error("persist turn", "session", s.Key(), "err", err)
+	self, root := c.Self(), c.ActorSystem().Root
+	go func() {
+		root.Send(self, &turnPersisted{p.AppendTurn(ctx, s, produced)})
+	}()
+}
+
+// handlePersisted reports the finished turn once its messages are stored:
+// a reply is persisted before it is sent.
+func (t *turn) handlePersisted(c actor.Context, m *turnPersisted) {
+	if m.err != nil {
+		if t.ctx.Err() != nil {
+			return
 		}
-		c.Send(t.session, done)
-	})
+		// The reply is still delivered: losing the user's answer because the
+		// disk is full would be worse than a gap in the history.
+		s, _ := sessionOf(c)
+		t.rt.log.Error("persist turn", "session", s.Key(), "err", m.err)
+	}
+	c.Send(t.session, t.done)
 }
 
 func (t *turn) sessionKey(c actor.Context) string {
