@@ -1,0 +1,36 @@
+package store
+
+import "errors"
+
+// ErrNotFound is wrapped by errors about a record that does not exist, or
+// that exists outside the scope the caller named (another session's job,
+// another scope's memory): a caller cannot tell the two apart, by design.
+var ErrNotFound = errors.New("not found")
+
+// ErrInvalid is wrapped by errors about arguments the store refuses before
+// touching the database (a malformed session key, an unknown role).
+var ErrInvalid = errors.New("invalid argument")
+
+// ErrClosed is returned by every method called after Close.
+var ErrClosed = errors.New("store closed")
+
+// ErrOverloaded is returned when the write queue is full. The write was not
+// queued; the caller may retry later or refuse the work that needed it.
+var ErrOverloaded = errors.New("store write queue full")
+
+// ErrJobNotDue is returned by MarkJobRun for a job that is not due at the
+// given time, typically because it already ran: whoever gets it must not fire
+// the job.
+var ErrJobNotDue = errors.New("job not due")
+
+// ErrPairingCode is returned by ApprovePairing for a code that matches no
+// pending request. It counts as a failed attempt.
+var ErrPairingCode = errors.New("unknown pairing code")
+
+// ErrPairingExpired is returned by ApprovePairing for a code that matched a
+// request whose time ran out; the user has to ask for a new code.
+var ErrPairingExpired = errors.New("pairing code expired")
+
+// ErrPairingLocked is returned by ApprovePairing while a platform is locked
+// out after too many failed attempts; even a correct code is refused.
+var ErrPairingLocked = errors.New("pairing locked after too many failed attempts")
