@@ -1,0 +1,192 @@
+// Package daemon wires hermesd together from its configuration: the store,
+// the model, the tools, the platforms, the actor runtime and the HTTP
+// listener. cmd/hermesd calls it; end-to-end tests call it too, so what they
+// test is what runs.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/config"
+	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/model"
+	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/web"
+	"github.com/hermesd/hermesd/store"
+	"github.com/hermesd/hermesd/tools"
+)
+
+// Options are what tests may replace; the zero value is the daemon as it
+// runs in production.
+type Options struct {
+	// Model replaces the model built from the configuration.
+	Model model.Completer
+	// ExtraTools are registered beside the built-in ones.
+	ExtraTools []tools.Tool
+	// ReplyTimeout bounds how long POST /api/chat waits; 0 means 2 minutes.
+	ReplyTimeout time.Duration
+}
+
+// Daemon is a wired, running hermesd.
+type Daemon struct {
+	cfg   config.Config
+	log   *slog.Logger
+	store *store.Store
+	rt    *actors.Runtime
+	web   *web.Adapter
+	guard *identity.Guard
+	mux   *http.ServeMux
+	srv   *http.Server
+	// closers run in reverse order on Close (TTS pool, …).
+	closers []func()
+}
+
+// New opens the store and starts the runtime and the platforms. The HTTP
+// listener is started by Serve.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*Daemon, error) {
+	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("create HERMES_HOME %s: %w", cfg.Home, err)
+	}
+	st, err := store.Open(ctx, filepath.Join(cfg.Home, "hermesd.db"), store.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	d := &Daemon{cfg: cfg, log: log, store: st, guard: &identity.Guard{Log: log}}
+	fail := func(err error) (*Daemon, error) {
+		d.closeAll()
+		_ = st.Close()
+		return nil, err
+	}
+
+	m, modelName, err := buildModel(cfg, log, o)
+	if err != nil {
+		return fail(err)
+	}
+	reg, err := tools.NewRegistry(append(builtinTools(), o.ExtraTools...)...)
+	if err != nil {
+		return fail(fmt.Errorf("tools: %w", err))
+	}
+
+	d.web = web.New(web.Options{Log: log})
+	adapters := []platforms.Adapter{d.web}
+	more, err := d.platformAdapters()
+	if err != nil {
+		return fail(err)
+	}
+	adapters = append(adapters, more...)
+
+	rcfg := actors.DefaultConfig()
+	rcfg.IdleTimeout = cfg.IdleTimeout
+	rcfg.HistoryLimit = cfg.HistoryLimit
+	rcfg.MaxToolRounds = cfg.MaxToolRounds
+	rcfg.TurnTimeout = cfg.TurnTimeout
+	rcfg.DefaultBusy = actors.BusyPolicy(cfg.BusyPolicy)
+	rcfg.ModelName = modelName
+	if cfg.SystemPrompt != "" {
+		rcfg.SystemPrompt = cfg.SystemPrompt
+	}
+	deps := actors.Deps{
+		Log: log, Persist: persistence{st}, Model: m, Tools: reg,
+		Adapters: adapters, Guard: d.guard,
+	}
+	if err := d.speech(&deps); err != nil {
+		return fail(err)
+	}
+	d.observe(&deps)
+	rt, err := actors.Start(rcfg, deps)
+	if err != nil {
+		return fail(fmt.Errorf("start runtime: %w", err))
+	}
+	d.rt = rt
+
+	replyTimeout := o.ReplyTimeout
+	if replyTimeout <= 0 {
+		replyTimeout = 2 * time.Minute
+	}
+	d.mux = http.NewServeMux()
+	d.web.Routes(d.mux, replyTimeout)
+	d.routes()
+	return d, nil
+}
+
+func buildModel(cfg config.Config, log *slog.Logger, o Options) (model.Completer, string, error) {
+	if o.Model != nil {
+		return o.Model, "test model", nil
+	}
+	if cfg.Offline() {
+		return model.Offline{}, "offline assistant (set OPENAI_BASE_URL to use a model)", nil
+	}
+	c, err := model.NewClient(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model, Timeout: cfg.ModelTimeout, Logger: log})
+	if err != nil {
+		return nil, "", fmt.Errorf("OPENAI_BASE_URL: %w", err)
+	}
+	return c, cfg.Model, nil
+}
+
+// builtinTools are the tools every daemon offers.
+func builtinTools() []tools.Tool {
+	return []tools.Tool{tools.TextToSpeech(), tools.CurrentTime(nil)}
+}
+
+// Handler returns the HTTP handler of the admin listener, with
+// authentication applied when it is not on loopback.
+func (d *Daemon) Handler() http.Handler { return d.authenticate(d.mux) }
+
+// Runtime returns the actor runtime.
+func (d *Daemon) Runtime() *actors.Runtime { return d.rt }
+
+// Store returns the store.
+func (d *Daemon) Store() *store.Store { return d.store }
+
+// Serve serves the HTTP listener on ln until ctx ends, then shuts
+// everything down: stop accepting, let turns finish within the grace
+// period, flush the store.
+func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
+	d.srv = &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- d.srv.Serve(ln) }()
+	d.log.Info("hermesd listening", "addr", ln.Addr().String(), "web_chat", "http://"+ln.Addr().String()+"/")
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			d.Close(context.Background())
+			return fmt.Errorf("http listener: %w", err)
+		}
+	case <-ctx.Done():
+	}
+	d.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace+10*time.Second)
+	defer cancel()
+	return d.Close(sctx)
+}
+
+// Close stops the runtime (letting turns finish for the grace period), the
+// HTTP server and the store.
+func (d *Daemon) Close(ctx context.Context) error {
+	var errs []error
+	if d.rt != nil {
+		errs = append(errs, d.rt.Shutdown(ctx, d.cfg.ShutdownGrace))
+	}
+	if d.srv != nil {
+		errs = append(errs, d.srv.Shutdown(ctx))
+	}
+	d.closeAll()
+	errs = append(errs, d.store.Close())
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) closeAll() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
+}
