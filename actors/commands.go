@@ -19,7 +19,8 @@ const helpText = `Commands:
 /stop — cancel the running reply (and anything it started)
 /new or /reset — start a fresh conversation
 /voice on|off|tts|status — on: speak when you send voice (default); tts: speak every reply; off: never
-/busy interrupt|queue|steer — what a message does while I'm still answering: interrupt and restart with both (default), wait its turn, or steer the running answer`
+/busy interrupt|queue|steer — what a message does while I'm still answering: interrupt and restart with both (default), wait its turn, or steer the running answer
+/background <prompt> — work on a prompt in the background; the result arrives here`
 
 // parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
 // slash followed by a letter is a command, so "/ 2" or a path stays text.
@@ -60,12 +61,19 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 		a.reply(c, m, a.status())
 	case "stop":
 		a.stop(c, m)
+	case "background", "bg":
+		if arg == "" {
+			a.reply(c, m, "Usage: /background <prompt>")
+			return
+		}
+		a.handleStartBackground(c, &startBackground{kind: "background", prompt: arg, answers: m.GetMessageId()})
 	case "new", "reset":
 		ids := []string{m.GetMessageId()}
 		if a.turn != nil {
 			ids = append(answers(a.turn.inputs), ids...)
 			a.cancelTurn(c, "reset")
 		}
+		a.cancelBackground(c)
 		a.queued = nil
 		a.history = nil
 		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "✨ Started a new conversation.", Answers: ids, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
@@ -92,10 +100,11 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 // stop cancels the running turn and everything it started; the session is
 // quiet as soon as this returns (late results of that turn are ignored).
 func (a *session) stop(c actor.Context, m *messages.UserMessage) {
-	if a.turn == nil && len(a.queued) == 0 {
+	if a.turn == nil && len(a.queued) == 0 && len(a.bg) == 0 {
 		a.reply(c, m, "Nothing is running.")
 		return
 	}
+	a.cancelBackground(c)
 	ids := []string{m.GetMessageId()}
 	if a.turn != nil {
 		ids = append(answers(a.turn.inputs), ids...)
@@ -161,6 +170,9 @@ func (a *session) status() string {
 	}
 	if len(a.queued) > 0 {
 		fmt.Fprintf(&b, "Queued messages: %d\n", len(a.queued))
+	}
+	if len(a.bg) > 0 {
+		fmt.Fprintf(&b, "Background tasks: %d\n", len(a.bg))
 	}
 	fmt.Fprintf(&b, "Messages in context: %d; turns: %d\n", len(a.history), a.turns)
 	fmt.Fprintf(&b, "Voice mode: %s; busy policy: %s", a.voice, a.busy)

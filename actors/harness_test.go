@@ -138,19 +138,27 @@ type harness struct {
 
 func startRuntime(t testing.TB, m model.Completer, cfg Config, ts ...tools.Tool) *harness {
 	t.Helper()
+	return startWith(t, m, cfg, func(*Deps) {}, ts...)
+}
+
+// startWith starts a runtime whose deps can be adjusted by edit.
+func startWith(t testing.TB, m model.Completer, cfg Config, edit func(*Deps), ts ...tools.Tool) *harness {
+	t.Helper()
 	reg, err := tools.NewRegistry(ts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecorder(messages.Web)
 	mem := NewMemory()
-	rt, err := Start(cfg, Deps{
+	d := Deps{
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Persist:  mem,
 		Model:    m,
 		Tools:    reg,
 		Adapters: []platforms.Adapter{rec},
-	})
+	}
+	edit(&d)
+	rt, err := Start(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +175,7 @@ func testConfig() Config {
 	c := DefaultConfig()
 	c.SweepInterval = 0
 	c.TypingRefresh = time.Hour
+	c.ReviewEvery, c.SweepEvery, c.SweepOnIdle = 0, 0, false
 	return c
 }
 

@@ -78,8 +78,9 @@ type stateLoaded struct {
 
 // modelDone reports a model call made off the turn's goroutine.
 type modelDone struct {
-	resp model.Response
-	err  error
+	resp  model.Response
+	err   error
+	extra string
 }
 
 // turnPersisted reports that a finished turn's messages were written.

@@ -52,26 +52,45 @@ type Config struct {
 	SystemPrompt string
 	// ModelName is shown by /status.
 	ModelName string
+	// ReviewEvery and SweepEvery start a skill review / memory sweep after
+	// that many turns (0 = never); SweepOnIdle also sweeps before a session
+	// passivates. MaxBackground bounds a session's background children.
+	ReviewEvery, SweepEvery int
+	SweepOnIdle             bool
+	MaxBackground           int
+	// MaxDelegateDepth bounds sub-agent nesting; MaxDelegates bounds
+	// sub-agents running at once in the whole daemon.
+	MaxDelegateDepth, MaxDelegates int
+	// SchedulerInterval is how often the scheduler looks for due jobs (it
+	// also wakes when a job is created).
+	SchedulerInterval time.Duration
 }
 
 // DefaultConfig returns the defaults used by the daemon.
 func DefaultConfig() Config {
 	return Config{
-		IdleTimeout:     30 * time.Minute,
-		SweepInterval:   time.Minute,
-		HistoryLimit:    200,
-		MaxToolRounds:   8,
-		TurnTimeout:     10 * time.Minute,
-		ToolTimeout:     2 * time.Minute,
-		TTSTimeout:      time.Minute,
-		SendTimeout:     2 * time.Minute,
-		StoreTimeout:    30 * time.Second,
-		TypingRefresh:   4 * time.Second,
-		MaxInboundBytes: 32 << 10,
-		QueueLimit:      20,
-		DefaultBusy:     Interrupt,
-		SystemPrompt:    "You are Hermes, a helpful assistant chatting with people through a messaging app. Be concise. You can call tools; use text_to_speech when the user wants to hear something.",
-		ModelName:       "offline assistant",
+		IdleTimeout:       30 * time.Minute,
+		SweepInterval:     time.Minute,
+		HistoryLimit:      200,
+		MaxToolRounds:     8,
+		TurnTimeout:       10 * time.Minute,
+		ToolTimeout:       2 * time.Minute,
+		TTSTimeout:        time.Minute,
+		SendTimeout:       2 * time.Minute,
+		StoreTimeout:      30 * time.Second,
+		TypingRefresh:     4 * time.Second,
+		MaxInboundBytes:   32 << 10,
+		QueueLimit:        20,
+		DefaultBusy:       Interrupt,
+		SystemPrompt:      "You are Hermes, a helpful assistant chatting with people through a messaging app. Be concise. You can call tools; use text_to_speech when the user wants to hear something.",
+		ModelName:         "offline assistant",
+		ReviewEvery:       10,
+		SweepEvery:        5,
+		SweepOnIdle:       true,
+		MaxBackground:     4,
+		MaxDelegateDepth:  1,
+		MaxDelegates:      3,
+		SchedulerInterval: time.Second,
 	}
 }
 
@@ -91,6 +110,12 @@ type Deps struct {
 	Observer Observer
 	// ActorOptions are extra actor-system options (metrics middleware …).
 	ActorOptions []actor.ConfigOption
+	// PromptContext, if set, returns what to add to a turn's system prompt
+	// (memories of this user and conversation, the skills index); it is
+	// called once per turn, off the actor goroutines.
+	PromptContext func(ctx context.Context, s messages.Session, senderID string) string
+	// Jobs, if set, starts the scheduler over these persisted jobs.
+	Jobs Jobs
 	// Instrument, if set, decorates the Props of every actor the runtime
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
@@ -99,12 +124,13 @@ type Deps struct {
 
 // Actor kinds, as passed to Deps.Instrument and shown by inspection.
 const (
-	KindRouter  = "router"
-	KindSession = "session"
-	KindTurn    = "turn"
-	KindTool    = "tool"
-	KindOutbox  = "outbox"
-	KindTTS     = "tts"
+	KindRouter    = "router"
+	KindSession   = "session"
+	KindTurn      = "turn"
+	KindTool      = "tool"
+	KindOutbox    = "outbox"
+	KindTTS       = "tts"
+	KindScheduler = "scheduler"
 )
 
 // Runtime is a running actor tree.
@@ -124,8 +150,12 @@ type Runtime struct {
 	tts      *actor.PID
 	router   *actor.PID
 
-	sessionProps *actor.Props
-	instrument   func(kind string, p *actor.Props) *actor.Props
+	sessionProps  *actor.Props
+	instrument    func(kind string, p *actor.Props) *actor.Props
+	promptContext func(ctx context.Context, s messages.Session, senderID string) string
+	scheduler     *actor.PID
+	delegates     chan struct{}
+	delegateSeq   atomic.Uint64
 
 	// ctx is the parent of every turn's context; deliverCtx of every send.
 	ctx, deliverCtx       context.Context
@@ -162,7 +192,8 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		guard: d.Guard, obs: counting{d.Observer, nil},
 		adapters:   make(map[messages.Platform]platforms.Adapter),
 		outboxes:   make(map[messages.Platform]*actor.PID),
-		instrument: d.Instrument,
+		instrument: d.Instrument, promptContext: d.PromptContext,
+		delegates: make(chan struct{}, max(cfg.MaxDelegates, 1)),
 	}
 	if rt.instrument == nil {
 		rt.instrument = func(_ string, p *actor.Props) *actor.Props { return p }
@@ -208,6 +239,12 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		return nil, fmt.Errorf("spawn router: %w", err)
 	}
 	rt.accepting.Store(true)
+	if d.Jobs != nil {
+		sp := rt.instrument(KindScheduler, actor.PropsFromProducer(func() actor.Actor { return &schedulerActor{rt: rt, jobs: d.Jobs} }))
+		if rt.scheduler, err = rt.sys.Root.SpawnNamed(sp, "scheduler"); err != nil {
+			return nil, fmt.Errorf("spawn scheduler: %w", err)
+		}
+	}
 
 	actx, cancel := context.WithCancel(context.Background())
 	rt.cancelAdapters = cancel
@@ -291,6 +328,9 @@ func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
 		time.Sleep(20 * time.Millisecond) // shutdown only: a bounded poll
 	}
 	rt.cancel()
+	if rt.scheduler != nil {
+		_ = rt.sys.Root.StopFuture(rt.scheduler).Wait()
+	}
 	if _, err := rt.sys.Root.PoisonFuture(rt.router).Result(); err != nil {
 		rt.log.Warn("stop sessions", "err", err)
 	}
@@ -336,16 +376,20 @@ func (rt *Runtime) turnProps(t *turn) *actor.Props {
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
 }
 
-func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, turnID uint64, session *actor.PID, sender string) *actor.Props {
+func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, t *turn, sender string) *actor.Props {
+	turnID, session, depth := t.id, t.session, t.depth
 	return rt.instrument(KindTool, actor.PropsFromProducer(func() actor.Actor {
-		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender}
+		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender, depth: depth}
 	}))
 }
 
 // systemPrompt is the configured prompt plus what the model should know
 // about where it is talking.
-func (rt *Runtime) systemPrompt(in []*messages.UserMessage) string {
+func (rt *Runtime) systemPrompt(in []*messages.UserMessage, instructions string) string {
 	p := rt.cfg.SystemPrompt
+	if instructions != "" {
+		p += "\n\n" + instructions
+	}
 	if len(in) > 0 {
 		if s, err := messages.ParseKey(in[0].GetSessionKey()); err == nil {
 			p += fmt.Sprintf("\nYou are talking on %s (%s chat).", s.Platform(), s.Kind())

@@ -45,7 +45,13 @@ type session struct {
 
 	turnSeq uint64
 	turn    *runningTurn
-	seq     uint64 // delivery sequence
+	// bg are the session's background children (reviews, sweeps, cron
+	// runs, /background); bgSpoke marks those that already spoke.
+	bg          map[uint64]*bgTurn
+	bgSpoke     map[uint64]bool
+	sinceReview int
+	sinceSweep  int
+	seq         uint64 // delivery sequence
 	// lastActive is when the session last did anything a user would notice.
 	lastActive time.Time
 }
@@ -87,7 +93,11 @@ func (a *session) Receive(c actor.Context) {
 		a.handleUser(c, m)
 	case *messages.ScheduledFire:
 		a.handled++
-		a.handleUser(c, &messages.UserMessage{SessionKey: m.GetSessionKey(), MessageId: "job-" + m.GetJobId(), Text: m.GetPrompt(), ReceivedUnixMs: m.GetDueUnixMs()})
+		// A cron run is a child of this session like any follow-up: it does
+		// not interrupt the user's turn, and its answer is delivered here.
+		a.handleStartBackground(c, &startBackground{kind: kindCron, prompt: m.GetPrompt()})
+	case *startBackground:
+		a.handleStartBackground(c, m)
 	case *stateLoaded:
 		a.handleLoaded(c, m)
 	case *turnDone:
@@ -101,7 +111,11 @@ func (a *session) Receive(c actor.Context) {
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
 	case *passivate:
-		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed, ok: m.routed == a.handled && a.idle(c)})
+		ok := m.routed == a.handled && a.idle(c)
+		if ok && a.sweepBeforeIdle(c) {
+			ok = false // save what is worth keeping first; asked again later
+		}
+		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed, ok: ok})
 	case *actor.Terminated:
 		a.handleTerminated(c, m)
 	case *actor.Stopped, *actor.ReceiveTimeout:
@@ -127,6 +141,7 @@ func (a *session) started(c actor.Context) {
 }
 
 func (a *session) stopping() {
+	a.cancelBackground(nil) // children are stopped with the session
 	if a.turn != nil {
 		a.turn.cancel()
 		if a.turn.typing != nil {
@@ -187,7 +202,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 }
 
 func (a *session) idle(c actor.Context) bool {
-	return a.state == loaded && a.turn == nil && len(a.queued) == 0 && len(a.waiting) == 0 && len(c.Children()) == 0
+	return a.state == loaded && a.turn == nil && len(a.bg) == 0 && len(a.queued) == 0 && len(a.waiting) == 0 && len(c.Children()) == 0
 }
 
 func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
@@ -239,12 +254,15 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		voiceIn = voiceIn || m.GetFromVoice()
 	}
 	t := &turn{
-		rt:      a.rt,
-		ctx:     ctx,
-		id:      a.turnSeq,
-		session: c.Self(),
-		history: a.history,
-		inputs:  inputs,
+		rt:       a.rt,
+		ctx:      ctx,
+		id:       a.turnSeq,
+		session:  c.Self(),
+		reportTo: c.Self(),
+		history:  a.history,
+		inputs:   inputs,
+		kind:     "turn",
+		persist:  true,
 	}
 	// The turn is a plain child: identity.inherit binds it to this session.
 	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("turn-%d", a.turnSeq))
@@ -328,6 +346,10 @@ func (a *session) speaks(voiceIn bool) bool {
 }
 
 func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
+	if b := a.bg[m.turn]; b != nil {
+		a.handleBackgroundDone(c, b, m)
+		return
+	}
 	t := a.turn
 	if t == nil || t.id != m.turn {
 		return // a cancelled turn finishing late: it is already quiet
@@ -364,6 +386,9 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 		a.speak(c, m.reply, ids, lastID(t.inputs))
 	}
 	a.queued = append(a.queued, m.unsteered...)
+	if !m.failed {
+		a.afterTurn(c)
+	}
 	a.next(c)
 }
 
@@ -423,15 +448,24 @@ func (a *session) handleTurnGone(c actor.Context, m *turnGone) {
 
 func (a *session) handleVoiceReply(c actor.Context, m *voiceReply) {
 	var ids []string
-	replyTo := ""
-	if a.turn != nil && a.turn.id == m.turn {
+	replyTo, origin := "", "turn"
+	switch b := a.bg[m.turn]; {
+	case a.turn != nil && a.turn.id == m.turn:
 		a.turn.spoke = true
 		ids = answers(a.turn.inputs)
 		replyTo = lastID(a.turn.inputs)
-	} else if m.turn != 0 {
+	case b != nil:
+		if a.bgSpoke == nil {
+			a.bgSpoke = make(map[uint64]bool)
+		}
+		a.bgSpoke[m.turn] = true
+		origin = b.kind
+	default:
 		return // from a turn that was cancelled: stay quiet
 	}
-	a.deliver(c, voiceDelivery(m.speech, ids, replyTo, false))
+	d := voiceDelivery(m.speech, ids, replyTo, false)
+	d.Origin = origin
+	a.deliver(c, d)
 }
 
 // deliver hands d to the platform outbox in this session's order. The

@@ -26,6 +26,7 @@ type toolActor struct {
 	turn    uint64
 	session *actor.PID
 	sender  string
+	depth   int // delegation depth of the calling turn
 }
 
 // Receive runs the call on Started.
@@ -104,6 +105,20 @@ func (e *toolEnv) Speak(ctx context.Context, text, voice string) (time.Duration,
 	e.c.Send(e.a.session, &voiceReply{turn: e.a.turn, speech: sp})
 	return sp.Duration, nil
 }
+
+// Delegate implements tools.Env.
+func (e *toolEnv) Delegate(ctx context.Context, task string) (string, error) {
+	return e.a.rt.delegate(ctx, e.c, e.a, task)
+}
+
+// Background implements tools.Env: the request goes to this tool's own
+// session, which spawns the follow-up as its child.
+func (e *toolEnv) Background(kind tools.Background, prompt string) error {
+	return e.a.rt.background(e.c, e.a.session, kind, prompt)
+}
+
+// JobsChanged implements tools.Env.
+func (e *toolEnv) JobsChanged() { e.a.rt.jobsChanged() }
 
 // sessionOf is identity.Of for an actor context.
 func sessionOf(c actor.Context) (messages.Session, bool) { return identity.Of(c) }

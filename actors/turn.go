@@ -18,12 +18,31 @@ import (
 // that report back. The session owns ctx; cancelling it and stopping this
 // actor quiets the whole subtree.
 type turn struct {
-	rt      *Runtime
-	ctx     context.Context
-	id      uint64
-	session *actor.PID
-	history []model.Message
-	inputs  []*messages.UserMessage
+	rt  *Runtime
+	ctx context.Context
+	id  uint64
+	// session receives voice replies of this turn's tools; reportTo gets
+	// turnDone (the session, or a delegating tool's future).
+	session  *actor.PID
+	reportTo *actor.PID
+	history  []model.Message
+	inputs   []*messages.UserMessage
+	// kind is "turn" for a user's turn, else the background kind ("review",
+	// "sweep", "cron", "background") or "delegate".
+	kind string
+	// allow, if set, restricts the tools offered (restricted turns).
+	allow func(name string) bool
+	// instructions are added to the system prompt (background kinds).
+	instructions string
+	// depth counts delegation levels above this turn.
+	depth int
+	// persist is false for turns whose messages are not part of the
+	// conversation (reviews, sweeps, sub-agents).
+	persist bool
+	// extra is the per-turn system prompt context (memories, skills),
+	// fetched once with the first model call.
+	extra       string
+	extraLoaded bool
 
 	convo    []model.Message // what the model sees
 	produced []model.Message // what this turn adds to the history
@@ -65,7 +84,7 @@ func (t *turn) Receive(c actor.Context) {
 
 func (t *turn) begin(c actor.Context) {
 	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
-	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(t.inputs)})
+	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(t.inputs, t.instructions)})
 	t.convo = append(t.convo, t.history...)
 	for _, in := range t.inputs {
 		t.convo = append(t.convo, userContent(in))
@@ -96,23 +115,50 @@ func userContent(m *messages.UserMessage) model.Message {
 func (t *turn) callModel(c actor.Context) {
 	req := model.Request{Messages: t.convo}
 	if t.rounds < t.rt.cfg.MaxToolRounds {
-		req.Tools = t.rt.tools.Specs()
+		req.Tools = t.specs()
 	}
-	ctx, m := t.ctx, t.rt.model
+	ctx, m, rt := t.ctx, t.rt.model, t.rt
 	self, root := c.Self(), c.ActorSystem().Root
+	s, _ := sessionOf(c)
+	sender, loaded, extra := senderOf(t.inputs), t.extraLoaded, t.extra
 	// The call runs on its own goroutine, bounded by the turn's context,
 	// and reports back as a message: the turn stays responsive (steer,
 	// tool results, Stop) meanwhile.
 	go func() {
+		if !loaded && rt.promptContext != nil {
+			extra = rt.promptContext(ctx, s, sender)
+		}
+		if extra != "" {
+			msgs := make([]model.Message, len(req.Messages))
+			copy(msgs, req.Messages)
+			msgs[0].Content += "\n\n" + extra
+			req.Messages = msgs
+		}
 		resp, err := m.Complete(ctx, req)
-		root.Send(self, &modelDone{resp, err})
+		root.Send(self, &modelDone{resp: resp, err: err, extra: extra})
 	}()
+}
+
+// specs are the tools this turn may offer the model.
+func (t *turn) specs() []model.ToolSpec {
+	all := t.rt.tools.Specs()
+	if t.allow == nil {
+		return all
+	}
+	out := make([]model.ToolSpec, 0, len(all))
+	for _, sp := range all {
+		if t.allow(sp.Name) {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
 
 func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
 	if t.ctx.Err() != nil || t.finished {
 		return // cancelled: the session is no longer listening
 	}
+	t.extra, t.extraLoaded = m.extra, true
 	if m.err != nil {
 		t.rt.log.Warn("model call failed", "session", t.sessionKey(c), "err", m.err)
 		t.finish(c, model.UserMessage(m.err), true)
@@ -140,7 +186,12 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	// Fan out: every call is its own child actor, all at once.
 	for _, call := range msg.ToolCalls {
 		t.toolSeq++
-		props := t.rt.toolProps(t.ctx, call, t.id, t.session, senderOf(t.inputs))
+		if t.allow != nil && !t.allow(call.Name) {
+			// A restricted turn's model asked for a tool it was not offered.
+			t.results[call.ID] = &toolResult{callID: call.ID, err: fmt.Errorf("tool %s is not available here", call.Name)}
+			continue
+		}
+		props := t.rt.toolProps(t.ctx, call, t, senderOf(t.inputs))
 		pid, err := c.SpawnNamed(props, fmt.Sprintf("tool-%d", t.toolSeq))
 		if err != nil {
 			t.results[call.ID] = &toolResult{callID: call.ID, err: fmt.Errorf("start tool: %w", err)}
@@ -208,13 +259,13 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 	if !failed {
 		done.produced = t.produced
 	}
-	if failed || len(t.produced) == 0 {
-		c.Send(t.session, done)
+	if failed || len(t.produced) == 0 || !t.persist {
+		c.Send(t.reportTo, done)
 		return
 	}
 	s, ok := sessionOf(c)
 	if !ok {
-		c.Send(t.session, done)
+		c.Send(t.reportTo, done)
 		return
 	}
 	t.done = done
@@ -237,7 +288,7 @@ func (t *turn) handlePersisted(c actor.Context, m *turnPersisted) {
 		s, _ := sessionOf(c)
 		t.rt.log.Error("persist turn", "session", s.Key(), "err", m.err)
 	}
-	c.Send(t.session, t.done)
+	c.Send(t.reportTo, t.done)
 }
 
 func (t *turn) sessionKey(c actor.Context) string {

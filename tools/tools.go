@@ -27,7 +27,31 @@ type Env interface {
 	// Speak synthesizes text and delivers it as a voice reply into the
 	// tool's own conversation, in that platform's voice format.
 	Speak(ctx context.Context, text, voice string) (time.Duration, error)
+	// Delegate runs a sub-agent turn for task as a child of this call (so
+	// it shares the conversation's identity and is cancelled with it) and
+	// returns its final answer. Depth and concurrency are bounded.
+	Delegate(ctx context.Context, task string) (string, error)
+	// Background asks the tool's session to run prompt as a background
+	// child of the session: it outlives the current turn, and its result
+	// is delivered into the same conversation.
+	Background(kind Background, prompt string) error
+	// JobsChanged tells the scheduler that this conversation's scheduled
+	// jobs changed, so it re-reads when the next one is due.
+	JobsChanged()
 }
+
+// Background is the kind of a background follow-up.
+type Background string
+
+// Background kinds.
+const (
+	// SkillReview may create or improve a skill (skills and memory tools only).
+	SkillReview Background = "review"
+	// MemorySweep saves what is worth keeping (memory tools only).
+	MemorySweep Background = "sweep"
+	// BackgroundPrompt runs a prompt with every tool (/background).
+	BackgroundPrompt Background = "background"
+)
 
 // Tool is one function the model can call.
 type Tool struct {
