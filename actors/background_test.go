@@ -50,7 +50,7 @@ func scripted() modelFunc {
 		if last.Role == "tool" {
 			return model.Response{Message: model.Message{Content: "spoken: " + last.Content}}, nil
 		}
-		text := last.Content
+		text := strings.TrimPrefix(last.Content, "[The user sent a voice message. Transcript:] ")
 		sys := req.Messages[0].Content
 		if strings.Contains(sys, "[skill review]") || strings.Contains(sys, "[sub-agent]") {
 			text = "speak " + text

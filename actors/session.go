@@ -219,6 +219,10 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 		a.handleCommand(c, m, cmd, arg)
 		return
 	}
+	if strings.TrimSpace(m.GetText()) == "" && !m.GetFromVoice() && hasVoice(m) {
+		a.reply(c, m, "🎤 I received your voice message but can't listen to it: no speech-to-text provider is configured (the owner can set HERMES_STT_PROVIDER=openai). Please send text.")
+		return
+	}
 	if strings.TrimSpace(m.GetText()) == "" && len(m.GetAttachments()) == 0 {
 		a.reply(c, m, "I received an empty message.")
 		return
@@ -528,4 +532,13 @@ func lastID(in []*messages.UserMessage) string {
 		return ""
 	}
 	return in[len(in)-1].GetMessageId()
+}
+
+func hasVoice(m *messages.UserMessage) bool {
+	for _, a := range m.GetAttachments() {
+		if a.GetKind() == "voice" {
+			return true
+		}
+	}
+	return false
 }
