@@ -60,6 +60,10 @@ type Config struct {
 	MaxToolRounds int
 	TurnTimeout   time.Duration
 	ShutdownGrace time.Duration
+	// ReviewEvery and SweepEvery run a skill review / memory sweep after
+	// that many turns of a conversation; 0 turns them off.
+	ReviewEvery int
+	SweepEvery  int
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -100,6 +104,8 @@ var keys = []struct {
 	{"HERMES_MAX_TOOL_ROUNDS", "8", false},
 	{"HERMES_TURN_TIMEOUT", "10m", false},
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
+	{"HERMES_REVIEW_EVERY", "10", false},
+	{"HERMES_SWEEP_EVERY", "5", false},
 }
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
@@ -188,6 +194,13 @@ func parse(v map[string]string) (Config, error) {
 		}
 		return n
 	}
+	count := func(key string) int {
+		n, err := strconv.Atoi(v[key])
+		if err != nil || n < 0 {
+			bad(key, "want 0 (off) or a positive integer, got %q", v[key])
+		}
+		return n
+	}
 	urlOf := func(key string) string {
 		s := strings.TrimRight(v[key], "/")
 		if s == "" {
@@ -248,6 +261,8 @@ func parse(v map[string]string) (Config, error) {
 		MaxToolRounds: num("HERMES_MAX_TOOL_ROUNDS"),
 		TurnTimeout:   dur("HERMES_TURN_TIMEOUT"),
 		ShutdownGrace: dur("HERMES_SHUTDOWN_GRACE"),
+		ReviewEvery:   count("HERMES_REVIEW_EVERY"),
+		SweepEvery:    count("HERMES_SWEEP_EVERY"),
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("HERMES_HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)

@@ -91,6 +91,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.TurnTimeout = cfg.TurnTimeout
 	rcfg.DefaultBusy = actors.BusyPolicy(cfg.BusyPolicy)
 	rcfg.ModelName = modelName
+	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
 	if cfg.SystemPrompt != "" {
 		rcfg.SystemPrompt = cfg.SystemPrompt
 	}

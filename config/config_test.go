@@ -1,0 +1,88 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func lookup(env map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+}
+
+func TestLoad_Defaults(t *testing.T) {
+	home := t.TempDir()
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": home}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPAddr != "127.0.0.1:7600" || !c.Loopback() || !c.Offline() || c.TTSProvider != "espeak" || c.STTProvider != "none" || c.BusyPolicy != "interrupt" || !c.TelegramRateLimit {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestLoad_EnvironmentWinsOverYAML(t *testing.T) {
+	home := t.TempDir()
+	yaml := "hermes_busy_policy: queue\nTELEGRAM_ALLOWED_USERS: [1, 2]\nhermes_model: from-yaml\nopenai_base_url: http://127.0.0.1:9/v1\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": home, "HERMES_MODEL": "from-env"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BusyPolicy != "queue" || strings.Join(c.TelegramAllowed, ",") != "1,2" || c.Model != "from-env" {
+		t.Fatalf("merged: busy %q allowed %v model %q", c.BusyPolicy, c.TelegramAllowed, c.Model)
+	}
+}
+
+func TestLoad_BadValuesNameTheirKey(t *testing.T) {
+	for key, val := range map[string]string{
+		"HERMES_BUSY_POLICY":   "sometimes",
+		"HERMES_IDLE_TIMEOUT":  "soon",
+		"OPENAI_BASE_URL":      "ftp://x",
+		"HERMES_HTTP_ADDR":     "nowhere",
+		"HERMES_HISTORY_LIMIT": "-3",
+		"TELEGRAM_RATE_LIMIT":  "maybe",
+		"HERMES_REVIEW_EVERY":  "x",
+	} {
+		_, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), key: val}))
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%q: err %v does not name the key", key, val, err)
+		}
+	}
+	home := t.TempDir()
+	_ = os.WriteFile(filepath.Join(home, "config.yaml"), []byte("no_such_key: 1\n"), 0o600)
+	if _, err := Load(lookup(map[string]string{"HERMES_HOME": home})); err == nil || !strings.Contains(err.Error(), "no_such_key") {
+		t.Errorf("unknown yaml key: %v", err)
+	}
+}
+
+func TestLoad_NonLoopbackNeedsToken(t *testing.T) {
+	_, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_HTTP_ADDR": "0.0.0.0:7600"}))
+	if err == nil || !strings.Contains(err.Error(), "HERMES_API_TOKEN") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_HTTP_ADDR": "0.0.0.0:7600", "HERMES_API_TOKEN": "s3cret"})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoad_WebhookNeedsItsOwnListenerAndSecret(t *testing.T) {
+	_, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "TELEGRAM_WEBHOOK_URL": "https://bot.example/hook"}))
+	if err == nil || !strings.Contains(err.Error(), "TELEGRAM_WEBHOOK_LISTEN") || !strings.Contains(err.Error(), "TELEGRAM_WEBHOOK_SECRET") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRedacted_HidesSecrets(t *testing.T) {
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "OPENAI_API_KEY": "sk-verysecret", "TELEGRAM_BOT_TOKEN": "123:ABC"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(c.Redacted(), "\n")
+	if strings.Contains(all, "sk-verysecret") || strings.Contains(all, "123:ABC") || !strings.Contains(all, "OPENAI_API_KEY=(set, hidden)") {
+		t.Fatalf("redacted:\n%s", all)
+	}
+}
