@@ -20,6 +20,7 @@ import (
 	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/web"
 	"github.com/hermesd/hermesd/store"
 	"github.com/hermesd/hermesd/tools"
@@ -44,6 +45,9 @@ type Daemon struct {
 	rt    *actors.Runtime
 	web   *web.Adapter
 	guard *identity.Guard
+	// telegram is set when TELEGRAM_BOT_TOKEN is (tests read its webhook
+	// address from it).
+	telegram *telegram.Adapter
 	mux   *http.ServeMux
 	srv   *http.Server
 	// closers run in reverse order on Close (TTS pool, …).

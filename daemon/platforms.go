@@ -1,14 +1,53 @@
 package daemon
 
 import (
+	"fmt"
+
+	"github.com/hermesd/hermesd/access"
 	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/telegram"
+	"github.com/hermesd/hermesd/stt"
 )
 
 // platformAdapters builds the Telegram and Discord adapters whose tokens
-// are set; a platform without a token is simply not started.
+// are set; a platform without a token is simply not started. Both share one
+// gate (allowlists and pairing) and one transcriber.
 func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
-	return nil, nil
+	cfg := d.cfg
+	gate := access.New(d.store, map[messages.Platform][]string{
+		messages.Telegram: cfg.TelegramAllowed,
+		messages.Discord:  cfg.DiscordAllowed,
+	})
+	gate.Log = d.log
+	var tr *stt.Client
+	if cfg.STTProvider == "openai" {
+		tr = &stt.Client{BaseURL: cfg.STTBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.STTModel}
+	}
+	var out []platforms.Adapter
+	if cfg.TelegramToken != "" {
+		tc := telegram.DefaultConfig()
+		tc.Token = cfg.TelegramToken
+		tc.APIURL = cfg.TelegramAPIURL
+		tc.WebhookURL, tc.WebhookSecret, tc.WebhookListen = cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret, cfg.TelegramWebhookListen
+		tc.RateLimit = cfg.TelegramRateLimit
+		deps := telegram.Deps{Gate: gate, Log: d.log.With("platform", "telegram"), Store: d.store}
+		if tr != nil {
+			deps.Transcriber = tr
+		}
+		a, err := telegram.New(tc, deps)
+		if err != nil {
+			return nil, fmt.Errorf("telegram: %w", err)
+		}
+		d.telegram = a
+		out = append(out, a)
+	}
+	ds, err := d.discordAdapter(gate, tr)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ds...), nil
 }
 
 // speech wires the TTS actor into deps.
