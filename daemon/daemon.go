@@ -22,6 +22,7 @@ import (
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/web"
+	"github.com/hermesd/hermesd/skills"
 	"github.com/hermesd/hermesd/store"
 	"github.com/hermesd/hermesd/tools"
 )
@@ -48,8 +49,9 @@ type Daemon struct {
 	// telegram is set when TELEGRAM_BOT_TOKEN is (tests read its webhook
 	// address from it).
 	telegram *telegram.Adapter
-	mux   *http.ServeMux
-	srv   *http.Server
+	skills   *skills.Library
+	mux      *http.ServeMux
+	srv      *http.Server
 	// closers run in reverse order on Close (TTS pool, …).
 	closers []func()
 }
@@ -75,7 +77,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err != nil {
 		return fail(err)
 	}
-	reg, err := tools.NewRegistry(append(builtinTools(), o.ExtraTools...)...)
+	reg, err := d.agentTools(o.ExtraTools)
 	if err != nil {
 		return fail(fmt.Errorf("tools: %w", err))
 	}
@@ -102,6 +104,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	deps := actors.Deps{
 		Log: log, Persist: persistence{st}, Model: m, Tools: reg,
 		Adapters: adapters, Guard: d.guard,
+		PromptContext: d.promptContext,
+		Jobs:          jobClaimer{st: st, loc: time.Local, log: log},
 	}
 	if err := d.speech(&deps); err != nil {
 		return fail(err)
@@ -135,11 +139,6 @@ func buildModel(cfg config.Config, log *slog.Logger, o Options) (model.Completer
 		return nil, "", fmt.Errorf("OPENAI_BASE_URL: %w", err)
 	}
 	return c, cfg.Model, nil
-}
-
-// builtinTools are the tools every daemon offers.
-func builtinTools() []tools.Tool {
-	return []tools.Tool{tools.TextToSpeech(), tools.CurrentTime(nil)}
 }
 
 // Handler returns the HTTP handler of the admin listener, with

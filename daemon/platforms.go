@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/hermesd/hermesd/access"
-	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/telegram"
@@ -48,9 +47,4 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 		return nil, err
 	}
 	return append(out, ds...), nil
-}
-
-// speech wires the TTS actor into deps.
-func (d *Daemon) speech(deps *actors.Deps) error {
-	return nil
 }
