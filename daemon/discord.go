@@ -1,12 +1,26 @@
 package daemon
 
 import (
+	"fmt"
+
 	"github.com/hermesd/hermesd/access"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/discord"
 	"github.com/hermesd/hermesd/stt"
 )
 
 // discordAdapter builds the Discord adapter when its token is set.
 func (d *Daemon) discordAdapter(gate *access.Gate, tr *stt.Client) ([]platforms.Adapter, error) {
-	return nil, nil
+	if d.cfg.DiscordToken == "" {
+		return nil, nil
+	}
+	deps := discord.Deps{Gate: gate, Log: d.log.With("platform", "discord"), Dedup: d.store}
+	if tr != nil {
+		deps.Transcriber = tr
+	}
+	a, err := discord.New(discord.Config{Token: d.cfg.DiscordToken, APIURL: d.cfg.DiscordAPIURL}, deps)
+	if err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
+	}
+	return []platforms.Adapter{a}, nil
 }

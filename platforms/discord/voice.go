@@ -1,0 +1,238 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/hermesd/hermesd/messages"
+)
+
+// Discord voice messages (flag IS_VOICE_MESSAGE): exactly one Ogg/Opus
+// attachment named like the official clients', with its duration and a
+// waveform of at most 256 samples, and no content at all.
+const (
+	voiceFlag     = int(discordgo.MessageFlagsIsVoiceMessage)
+	voiceFilename = "voice-message.ogg"
+	waveformLen   = 256
+	opusRate      = 48000
+)
+
+// errAudioTooLarge marks audio over MaxVoiceBytes, refused before upload.
+var errAudioTooLarge = errors.New("audio over Discord's upload limit")
+
+// sendVoice delivers a spoken reply. Ogg/Opus goes as a voice message; when
+// the channel refuses voice messages (50173) or the permission is missing
+// (50013) it goes as a plain audio attachment instead; when that is refused
+// too, or the audio is too large (40005), the reply's text goes instead (or
+// a notice saying why there is no audio). MP3 goes as an audio attachment.
+// Any text of a delivered voice reply follows as a separate message, since a
+// voice message cannot carry text. The caller holds the channel's lock.
+func (a *Adapter) sendVoice(ctx context.Context, log *slog.Logger, ch string, d *messages.Delivery, rec *messages.DeliveryReceipt) error {
+	audio := d.GetAudio()
+	if len(audio) == 0 {
+		rec.ShownAs = shownText
+		ids, err := a.sendTextLocked(ctx, log, ch, d.GetText(), d.GetReplyToId())
+		rec.MessageIds = append(rec.MessageIds, ids...)
+		if err == nil && len(ids) == 0 {
+			err = errors.New("discord: send: voice delivery without audio or text")
+		}
+		return err
+	}
+
+	format, known := messages.ParseAudioFormat(d.GetFormat())
+	ogg := isOggOpus(audio)
+	if known && format == messages.FormatOggOpus && !ogg {
+		log.Warn("audio declared ogg/opus is not an Ogg/Opus stream; sending it as a file")
+	}
+
+	var (
+		id, shown string
+		reason    error // why the audio could not be shown, if it could not
+		err       error
+	)
+	if len(audio) > MaxVoiceBytes {
+		reason = errAudioTooLarge
+	} else if ogg {
+		id, err = a.postVoiceMessage(ctx, log, ch, audio, d)
+		switch {
+		case err == nil:
+			shown = shownVoice
+		case refused(err):
+			log.Info("channel refuses voice messages; sending an audio file", "err", err)
+		case tooLarge(err):
+			reason = err
+		default:
+			return err
+		}
+	}
+	if shown == "" && reason == nil {
+		name, ct, as := fileFor(format, known, ogg)
+		p := messagePayload{
+			Reference:   reference(ch, d.GetReplyToId()),
+			Attachments: []attachmentPayload{{ID: "0", Filename: name}},
+		}
+		id, err = a.post(ctx, log, ch, p, []upload{{name: name, contentType: ct, data: audio}})
+		switch {
+		case err == nil:
+			shown = as
+		case refused(err), tooLarge(err):
+			log.Info("channel refuses the audio file; sending text", "err", err)
+			reason = err
+		default:
+			return err
+		}
+	}
+
+	if shown == "" {
+		text := d.GetText()
+		if text == "" {
+			text = fallbackNotice(reason)
+		}
+		rec.ShownAs = shownText
+		ids, err := a.sendTextLocked(ctx, log, ch, text, d.GetReplyToId())
+		rec.MessageIds = append(rec.MessageIds, ids...)
+		return err
+	}
+	rec.ShownAs = shown
+	rec.MessageIds = append(rec.MessageIds, id)
+	if d.GetText() != "" {
+		ids, err := a.sendTextLocked(ctx, log, ch, d.GetText(), "")
+		rec.MessageIds = append(rec.MessageIds, ids...)
+		return err
+	}
+	return nil
+}
+
+// postVoiceMessage posts audio as a Discord voice message in one multipart
+// request: flags 8192, one attachment voice-message.ogg with duration_secs
+// and a base64 waveform, no content.
+func (a *Adapter) postVoiceMessage(ctx context.Context, log *slog.Logger, ch string, audio []byte, d *messages.Delivery) (string, error) {
+	dur := d.GetDurationSecs()
+	if dur <= 0 {
+		dur = oggDuration(audio)
+	}
+	if dur <= 0 {
+		dur = 1 // Discord needs a duration; a wrong one only mislabels the bubble
+	}
+	p := messagePayload{
+		Flags:     voiceFlag,
+		Reference: reference(ch, d.GetReplyToId()),
+		Attachments: []attachmentPayload{{
+			ID: "0", Filename: voiceFilename, DurationSecs: dur,
+			Waveform: base64.StdEncoding.EncodeToString(waveform(d.GetWaveform(), dur)),
+		}},
+	}
+	return a.post(ctx, log, ch, p, []upload{{name: voiceFilename, contentType: messages.FormatOggOpus.MIMEType(), data: audio}})
+}
+
+// fileFor names an audio attachment and says how it will be shown.
+func fileFor(format messages.AudioFormat, known, ogg bool) (name, contentType, shown string) {
+	switch {
+	case ogg:
+		return "reply.ogg", messages.FormatOggOpus.MIMEType(), shownAudio
+	case known && format == messages.FormatMP3:
+		return "reply.mp3", messages.FormatMP3.MIMEType(), shownAudio
+	}
+	return "reply.bin", "application/octet-stream", shownFile
+}
+
+// refused reports a refusal to post this kind of message in the channel:
+// voice messages not allowed (50173) or a missing permission (50013).
+func refused(err error) bool {
+	switch errorCode(err) {
+	case codeVoiceForbidden, codeMissingPermissions:
+		return true
+	}
+	return errorStatus(err) == http.StatusForbidden && errorCode(err) == 0
+}
+
+// tooLarge reports Discord's "request entity too large" (413 / 40005).
+func tooLarge(err error) bool {
+	return errors.Is(err, errAudioTooLarge) || errorCode(err) == codeTooLarge ||
+		errorStatus(err) == http.StatusRequestEntityTooLarge
+}
+
+// fallbackNotice tells the user why a voice reply arrived as nothing but text.
+func fallbackNotice(reason error) string {
+	if tooLarge(reason) {
+		return "(The voice reply was too large to send on Discord.)"
+	}
+	return "(This channel does not allow voice messages or audio files, so the voice reply could not be sent.)"
+}
+
+// isOggOpus reports whether b starts an Ogg stream whose first packet is an
+// Opus identification header: "OggS" and then "OpusHead". Anything else is
+// not sent as a voice message.
+func isOggOpus(b []byte) bool {
+	if len(b) < 27 || !bytes.Equal(b[:4], []byte("OggS")) || b[4] != 0 || b[5]&0x02 == 0 {
+		return false // not Ogg, or the first page is not a beginning of stream
+	}
+	start := 27 + int(b[26])
+	return len(b) >= start+19 && bytes.Equal(b[start:start+8], []byte("OpusHead"))
+}
+
+// oggDuration is the length of an Ogg/Opus stream in seconds, from its
+// last granule position minus the pre-skip, walking real page headers (an
+// "OggS" inside a payload is not a page). 0 when it cannot tell.
+func oggDuration(b []byte) float64 {
+	preSkip, last := int64(-1), int64(-1)
+	for off := 0; off+27 <= len(b); {
+		if !bytes.Equal(b[off:off+4], []byte("OggS")) {
+			break
+		}
+		nsegs := int(b[off+26])
+		start := off + 27 + nsegs
+		if start > len(b) {
+			break
+		}
+		size := 0
+		for _, s := range b[off+27 : start] {
+			size += int(s)
+		}
+		if start+size > len(b) {
+			break
+		}
+		granule := int64(binary.LittleEndian.Uint64(b[off+6:]))
+		payload := b[start : start+size]
+		switch {
+		case preSkip < 0 && len(payload) >= 19 && bytes.Equal(payload[:8], []byte("OpusHead")):
+			preSkip = int64(binary.LittleEndian.Uint16(payload[10:]))
+		case granule >= 0:
+			last = granule
+		}
+		off = start + size
+	}
+	if preSkip < 0 || last <= preSkip {
+		return 0
+	}
+	return float64(last-preSkip) / opusRate
+}
+
+// waveform returns at most 256 samples for the voice bubble: the delivery's
+// own (downsampled by peak when longer), or a flat line of one sample per
+// 100 ms when it has none.
+func waveform(w []byte, dur float64) []byte {
+	switch {
+	case len(w) == 0:
+		n := min(max(int(math.Ceil(dur*10)), 1), waveformLen)
+		return bytes.Repeat([]byte{128}, n)
+	case len(w) <= waveformLen:
+		return w
+	}
+	out := make([]byte, waveformLen)
+	for i := range out {
+		lo, hi := i*len(w)/waveformLen, (i+1)*len(w)/waveformLen
+		for _, v := range w[lo:hi] {
+			out[i] = max(out[i], v)
+		}
+	}
+	return out
+}
