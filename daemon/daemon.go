@@ -116,6 +116,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return fail(fmt.Errorf("start runtime: %w", err))
 	}
 	d.rt = rt
+	select { // the runtime starts adapters on goroutines; serve only once the web chat accepts
+	case <-d.web.Ready():
+	case <-time.After(10 * time.Second):
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(errors.New("web chat did not start"))
+	case <-ctx.Done():
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(ctx.Err())
+	}
 
 	replyTimeout := o.ReplyTimeout
 	if replyTimeout <= 0 {

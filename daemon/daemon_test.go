@@ -56,10 +56,10 @@ func (r *running) stop() {
 	if r.d == nil {
 		return
 	}
-	r.srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = r.d.Close(ctx)
+	_ = r.d.Close(ctx) // ends event streams, so the server can close
+	r.srv.Close()
 	r.d = nil
 }
 

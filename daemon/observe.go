@@ -1,10 +1,176 @@
 package daemon
 
-import "github.com/hermesd/hermesd/actors"
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
 
-// observe wires metrics and inspection into deps (owned by the inspection
-// work: metrics/, inspect/).
-func (d *Daemon) observe(deps *actors.Deps) {}
+	"github.com/asynkron/protoactor-go/actor"
 
-// inspectionRoutes registers /metrics, /api/actors, /api/status and /status.
-func (d *Daemon) inspectionRoutes() {}
+	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/inspect"
+	"github.com/hermesd/hermesd/metrics"
+	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/tools"
+)
+
+// recentErrors is how many warnings and errors the status page keeps.
+const recentErrors = 100
+
+// observation is what observe builds and inspectionRoutes serves: the
+// metrics, the live actor tree and the ring of recent errors.
+type observation struct {
+	metrics  *metrics.Metrics // nil if it could not be built
+	tree     *inspect.Tree
+	recent   *inspect.Recent
+	adapters []platforms.Adapter
+	started  time.Time
+
+	optsMu sync.Mutex
+	opts   map[string][]actor.PropsOption // per kind: tree + metrics, built once
+}
+
+var _ actors.Observer = (*metrics.Metrics)(nil)
+
+// observedHandler is the daemon logger's handler once observe has wrapped
+// it: it feeds the recent-errors ring, and carries the observation from
+// observe (before the runtime starts) to inspectionRoutes (after). Daemon
+// has no field for it; see observation.
+type observedHandler struct {
+	slog.Handler
+	o *observation
+}
+
+// observe wires metrics and inspection into deps before the runtime starts:
+// every actor's Props are instrumented (deps.Instrument), the metrics
+// observe the runtime's events (deps.Observer) and identity refusals (the
+// guard's OnRefuse), and the daemon's logger also feeds the recent-errors
+// ring (deps.Log, the guard's Log and d.log from here on).
+func (d *Daemon) observe(deps *actors.Deps) {
+	o := &observation{
+		tree: inspect.NewTree(), recent: inspect.NewRecent(recentErrors, slog.LevelWarn),
+		adapters: deps.Adapters, started: time.Now(), opts: make(map[string][]actor.PropsOption),
+	}
+	base := slog.Handler(slog.DiscardHandler)
+	if d.log != nil {
+		base = d.log.Handler()
+	}
+	d.log = slog.New(&observedHandler{Handler: o.recent.Wrap(base), o: o})
+	deps.Log = d.log
+	if d.guard != nil {
+		d.guard.Log = d.log
+	}
+
+	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: toolNames(deps.Tools)})
+	if err != nil {
+		d.log.Error("metrics are disabled", "err", err)
+	} else {
+		o.metrics = m
+		deps.Observer = m
+		if d.guard != nil {
+			d.guard.OnRefuse = m.IdentityRefused
+		}
+		d.closers = append(d.closers, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := m.Shutdown(ctx); err != nil {
+				d.log.Warn("stop metrics", "err", err)
+			}
+		})
+	}
+	deps.Instrument = o.instrument
+}
+
+// inspectionRoutes registers /metrics, /api/actors, /api/status and
+// /status, and starts counting dead letters (the runtime is running now).
+func (d *Daemon) inspectionRoutes() {
+	o := d.observation()
+	if o == nil {
+		d.log.Error("inspection is not wired: the daemon's logger was replaced after observe")
+		return
+	}
+	if o.metrics != nil {
+		d.closers = append(d.closers, o.metrics.WatchDeadLetters(d.rt.System()))
+		d.mux.Handle("GET /metrics", o.metrics.Handler())
+	}
+	api := &inspect.API{
+		Tree: o.tree, Recent: o.recent, Started: o.started,
+		Platforms: o.platforms, RunningTurns: d.rt.RunningTurns, Refusals: d.guard.Refusals,
+	}
+	d.mux.HandleFunc("GET /api/actors", api.HandleActors)
+	d.mux.HandleFunc("GET /api/status", api.HandleStatus)
+	d.mux.HandleFunc("GET /status", api.HandlePage)
+	d.mux.HandleFunc("GET /status/{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/status", http.StatusMovedPermanently)
+	})
+}
+
+// Metrics returns the daemon's metrics, for hooks outside the actor tree
+// (TTS synthesis, platform API errors and 429s); nil if they could not be
+// built.
+func (d *Daemon) Metrics() *metrics.Metrics {
+	if o := d.observation(); o != nil {
+		return o.metrics
+	}
+	return nil
+}
+
+// observation returns what observe built, from the logger it wrapped.
+func (d *Daemon) observation() *observation {
+	if d.log == nil {
+		return nil
+	}
+	if h, ok := d.log.Handler().(*observedHandler); ok {
+		return h.o
+	}
+	return nil
+}
+
+// instrument is deps.Instrument: one Clone of p with the tree's and the
+// metrics' options for kind.
+func (o *observation) instrument(kind string, p *actor.Props) *actor.Props {
+	o.optsMu.Lock()
+	opts, ok := o.opts[kind]
+	if !ok {
+		opts = o.tree.Options(kind)
+		if o.metrics != nil {
+			opts = slices.Concat(opts, o.metrics.Options(kind))
+		}
+		o.opts[kind] = opts
+	}
+	o.optsMu.Unlock()
+	return p.Clone(opts...)
+}
+
+// platforms reports each running adapter's health; adapters that do not
+// track their connection are shown as running.
+func (o *observation) platforms() []inspect.PlatformStatus {
+	out := make([]inspect.PlatformStatus, 0, len(o.adapters))
+	for _, a := range o.adapters {
+		ps := inspect.PlatformStatus{Platform: string(a.Capabilities().Platform)}
+		if hr, ok := a.(platforms.HealthReporter); ok {
+			h := hr.Health()
+			ps.ReportsHealth, ps.Connected, ps.LastError = true, h.Connected, clip(h.LastError, 300)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+func toolNames(r *tools.Registry) []string {
+	var names []string
+	for _, s := range r.Specs() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

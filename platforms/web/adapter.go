@@ -54,6 +54,12 @@ type Adapter struct {
 	mu      sync.Mutex
 	waiters map[string]*waiter
 	subs    map[string]map[*subscriber]struct{}
+	// stopped is closed when Run ends, so open event streams end and the
+	// HTTP server can shut down instead of waiting for browsers to leave.
+	stopped  chan struct{}
+	stopOnce sync.Once
+	ready    chan struct{}
+	readyOne sync.Once
 }
 
 var _ platforms.Adapter = (*Adapter)(nil)
@@ -82,6 +88,8 @@ func New(o Options) *Adapter {
 		prefix:  hex.EncodeToString(b[:]),
 		waiters: make(map[string]*waiter),
 		subs:    make(map[string]map[*subscriber]struct{}),
+		stopped: make(chan struct{}),
+		ready:   make(chan struct{}),
 	}
 }
 
@@ -95,10 +103,15 @@ func (a *Adapter) Capabilities() platforms.Capabilities {
 // own; it accepts messages until ctx ends.
 func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 	a.in.Store(&in)
+	a.readyOne.Do(func() { close(a.ready) })
 	<-ctx.Done()
 	a.in.Store(nil)
+	a.stopOnce.Do(func() { close(a.stopped) })
 	return nil
 }
+
+// Ready is closed once the adapter accepts messages (Run has started).
+func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
 // Session returns the session of web chat id, or an error for an id outside
 // [A-Za-z0-9_-]{1,64}.

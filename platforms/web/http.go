@@ -161,6 +161,8 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-a.stopped:
+			return
 		case <-ping.C:
 			_, _ = fmt.Fprint(w, ": ping\n\n")
 			fl.Flush()
