@@ -214,11 +214,18 @@ func (rt *Runtime) delegate(ctx context.Context, c actor.Context, a *toolActor, 
 	if a.depth >= rt.cfg.MaxDelegateDepth {
 		return "", fmt.Errorf("delegate_task: sub-agents may not delegate further (depth %d)", a.depth)
 	}
-	select {
-	case rt.delegates <- struct{}{}:
-		defer func() { <-rt.delegates }()
-	case <-ctx.Done():
-		return "", fmt.Errorf("delegate_task: waiting for a free sub-agent slot: %w", ctx.Err())
+	// Two bounds: per calling turn (as Hermes: three children at a time)
+	// and for the whole daemon (so many users delegating cannot swamp it).
+	for _, sem := range []chan struct{}{a.delegates, rt.delegates} {
+		if sem == nil {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			return "", fmt.Errorf("delegate_task: waiting for a free sub-agent slot: %w", ctx.Err())
+		}
 	}
 	timeout := rt.cfg.TurnTimeout
 	if d, ok := ctx.Deadline(); ok {

@@ -58,9 +58,10 @@ type Config struct {
 	ReviewEvery, SweepEvery int
 	SweepOnIdle             bool
 	MaxBackground           int
-	// MaxDelegateDepth bounds sub-agent nesting; MaxDelegates bounds
-	// sub-agents running at once in the whole daemon.
-	MaxDelegateDepth, MaxDelegates int
+	// MaxDelegateDepth bounds sub-agent nesting; MaxDelegates bounds the
+	// sub-agents one turn runs at once, MaxDelegatesTotal those of the
+	// whole daemon.
+	MaxDelegateDepth, MaxDelegates, MaxDelegatesTotal int
 	// SchedulerInterval is how often the scheduler looks for due jobs (it
 	// also wakes when a job is created).
 	SchedulerInterval time.Duration
@@ -90,6 +91,7 @@ func DefaultConfig() Config {
 		MaxBackground:     4,
 		MaxDelegateDepth:  1,
 		MaxDelegates:      3,
+		MaxDelegatesTotal: 64,
 		SchedulerInterval: time.Second,
 	}
 }
@@ -124,13 +126,16 @@ type Deps struct {
 
 // Actor kinds, as passed to Deps.Instrument and shown by inspection.
 const (
-	KindRouter    = "router"
-	KindSession   = "session"
-	KindTurn      = "turn"
-	KindTool      = "tool"
-	KindOutbox    = "outbox"
-	KindTTS       = "tts"
-	KindScheduler = "scheduler"
+	KindRouter  = "router"
+	KindSession = "session"
+	KindTurn    = "turn"
+	// KindBackground is a review, memory sweep, cron run or /background
+	// prompt: a turn-shaped child of the session that is not the user's turn.
+	KindBackground = "background"
+	KindTool       = "tool"
+	KindOutbox     = "outbox"
+	KindTTS        = "tts"
+	KindScheduler  = "scheduler"
 )
 
 // Runtime is a running actor tree.
@@ -193,7 +198,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		adapters:   make(map[messages.Platform]platforms.Adapter),
 		outboxes:   make(map[messages.Platform]*actor.PID),
 		instrument: d.Instrument, promptContext: d.PromptContext,
-		delegates: make(chan struct{}, max(cfg.MaxDelegates, 1)),
+		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
 	}
 	if rt.instrument == nil {
 		rt.instrument = func(_ string, p *actor.Props) *actor.Props { return p }
@@ -372,14 +377,22 @@ func (rt *Runtime) indicates(p messages.Platform) bool {
 }
 
 func (rt *Runtime) turnProps(t *turn) *actor.Props {
-	return rt.instrument(KindTurn, actor.PropsFromProducer(func() actor.Actor { return t },
+	kind := KindTurn
+	if t.kind != "turn" && t.kind != kindDelegate {
+		kind = KindBackground
+	}
+	return rt.instrument(kind, actor.PropsFromProducer(func() actor.Actor { return t },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
 }
 
 func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, t *turn, sender string) *actor.Props {
 	turnID, session, depth := t.id, t.session, t.depth
+	if call.Name == "delegate_task" && t.delegates == nil {
+		t.delegates = make(chan struct{}, max(rt.cfg.MaxDelegates, 1))
+	}
+	sem := t.delegates
 	return rt.instrument(KindTool, actor.PropsFromProducer(func() actor.Actor {
-		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender, depth: depth}
+		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender, depth: depth, delegates: sem}
 	}))
 }
 

@@ -27,6 +27,8 @@ type toolActor struct {
 	session *actor.PID
 	sender  string
 	depth   int // delegation depth of the calling turn
+	// delegates bounds the sub-agents of the calling turn.
+	delegates chan struct{}
 }
 
 // Receive runs the call on Started.

@@ -43,6 +43,8 @@ type turn struct {
 	// fetched once with the first model call.
 	extra       string
 	extraLoaded bool
+	// delegates bounds this turn's concurrent sub-agents (made on first use).
+	delegates chan struct{}
 
 	convo    []model.Message // what the model sees
 	produced []model.Message // what this turn adds to the history

@@ -34,11 +34,15 @@ var (
 
 // Defaults for ActorConfig.
 const (
-	// DefaultQueuePerWorker sizes the queue: this many waiting jobs per worker.
-	DefaultQueuePerWorker = 8
+	// DefaultQueuePerWorker sizes the queue: this many waiting jobs per
+	// worker. Cron jobs fire in bursts (every reminder set for 9:00), and a
+	// queued request costs a few hundred bytes, so absorb bursts here
+	// rather than fail them.
+	DefaultQueuePerWorker = 64
 	// DefaultMaxWait is how long a request waits for room in a full queue
-	// before it is answered ErrBusy.
-	DefaultMaxWait = 5 * time.Second
+	// before it is answered ErrBusy. A user would rather hear a reminder
+	// late than be told the speech engine is busy.
+	DefaultMaxWait = 30 * time.Second
 	// DefaultMaxWaiting bounds the requests waiting for room; past it a
 	// request is answered ErrBusy at once.
 	DefaultMaxWaiting = 1024
@@ -79,6 +83,9 @@ type ActorConfig struct {
 	Timeout time.Duration
 	// Log receives warnings (refusals, failures, busy); nil discards.
 	Log *slog.Logger
+	// Observe, if set, is told about every synthesis (the metrics hook):
+	// the requesting platform, the format, how long it took and its error.
+	Observe func(platform, format string, d time.Duration, err error)
 }
 
 // Pool is the TTS actor's worker pool. Its owner (the daemon's wiring)
@@ -220,7 +227,11 @@ func (p *Pool) work() {
 func (p *Pool) run(j *job) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.Timeout)
 	defer cancel()
+	start := time.Now()
 	sp, err := p.speak(ctx, j)
+	if p.cfg.Observe != nil {
+		p.cfg.Observe(string(j.session.Platform()), j.format.String(), time.Since(start), err)
+	}
 	if err != nil {
 		p.fail(j, err)
 		return
