@@ -50,8 +50,10 @@ type Daemon struct {
 	// address from it).
 	telegram *telegram.Adapter
 	skills   *skills.Library
-	mux      *http.ServeMux
-	srv      *http.Server
+	// obs holds metrics, the live actor tree and recent errors.
+	obs *observation
+	mux *http.ServeMux
+	srv *http.Server
 	// closers run in reverse order on Close (TTS pool, …).
 	closers []func()
 }
@@ -59,6 +61,8 @@ type Daemon struct {
 // New opens the store and starts the runtime and the platforms. The HTTP
 // listener is started by Serve.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*Daemon, error) {
+	obs := newObservation()
+	log = obs.wrap(log) // warnings and errors of every component reach /status
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("create HERMES_HOME %s: %w", cfg.Home, err)
 	}
@@ -66,7 +70,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, store: st, guard: &identity.Guard{Log: log}}
+	d := &Daemon{cfg: cfg, log: log, store: st, guard: &identity.Guard{Log: log}, obs: obs}
 	fail := func(err error) (*Daemon, error) {
 		d.closeAll()
 		_ = st.Close()

@@ -35,30 +35,28 @@ type observation struct {
 
 var _ actors.Observer = (*metrics.Metrics)(nil)
 
-// observedHandler is the daemon logger's handler once observe has wrapped
-// it: it feeds the recent-errors ring, and carries the observation from
-// observe (before the runtime starts) to inspectionRoutes (after). Daemon
-// has no field for it; see observation.
-type observedHandler struct {
-	slog.Handler
-	o *observation
+// newObservation makes the tree and the recent-errors ring; New builds it
+// first so that every component's log lines reach the status page.
+func newObservation() *observation {
+	return &observation{
+		tree: inspect.NewTree(), recent: inspect.NewRecent(recentErrors, slog.LevelWarn),
+		started: time.Now(), opts: make(map[string][]actor.PropsOption),
+	}
+}
+
+// wrap returns log with its warnings and errors also kept for the status
+// page.
+func (o *observation) wrap(log *slog.Logger) *slog.Logger {
+	return slog.New(o.recent.Wrap(log.Handler()))
 }
 
 // observe wires metrics and inspection into deps before the runtime starts:
 // every actor's Props are instrumented (deps.Instrument), the metrics
 // observe the runtime's events (deps.Observer) and identity refusals (the
-// guard's OnRefuse), and the daemon's logger also feeds the recent-errors
-// ring (deps.Log, the guard's Log and d.log from here on).
+// guard's OnRefuse).
 func (d *Daemon) observe(deps *actors.Deps) {
-	o := &observation{
-		tree: inspect.NewTree(), recent: inspect.NewRecent(recentErrors, slog.LevelWarn),
-		adapters: deps.Adapters, started: time.Now(), opts: make(map[string][]actor.PropsOption),
-	}
-	base := slog.Handler(slog.DiscardHandler)
-	if d.log != nil {
-		base = d.log.Handler()
-	}
-	d.log = slog.New(&observedHandler{Handler: o.recent.Wrap(base), o: o})
+	o := d.obs
+	o.adapters = deps.Adapters
 	deps.Log = d.log
 	if d.guard != nil {
 		d.guard.Log = d.log
@@ -87,11 +85,7 @@ func (d *Daemon) observe(deps *actors.Deps) {
 // inspectionRoutes registers /metrics, /api/actors, /api/status and
 // /status, and starts counting dead letters (the runtime is running now).
 func (d *Daemon) inspectionRoutes() {
-	o := d.observation()
-	if o == nil {
-		d.log.Error("inspection is not wired: the daemon's logger was replaced after observe")
-		return
-	}
+	o := d.obs
 	if o.metrics != nil {
 		d.closers = append(d.closers, o.metrics.WatchDeadLetters(d.rt.System()))
 		d.mux.Handle("GET /metrics", o.metrics.Handler())
@@ -112,21 +106,10 @@ func (d *Daemon) inspectionRoutes() {
 // (TTS synthesis, platform API errors and 429s); nil if they could not be
 // built.
 func (d *Daemon) Metrics() *metrics.Metrics {
-	if o := d.observation(); o != nil {
-		return o.metrics
-	}
-	return nil
-}
-
-// observation returns what observe built, from the logger it wrapped.
-func (d *Daemon) observation() *observation {
-	if d.log == nil {
+	if d.obs == nil {
 		return nil
 	}
-	if h, ok := d.log.Handler().(*observedHandler); ok {
-		return h.o
-	}
-	return nil
+	return d.obs.metrics
 }
 
 // instrument is deps.Instrument: one Clone of p with the tree's and the
@@ -135,9 +118,9 @@ func (o *observation) instrument(kind string, p *actor.Props) *actor.Props {
 	o.optsMu.Lock()
 	opts, ok := o.opts[kind]
 	if !ok {
-		opts = o.tree.Options(kind)
+		opts = o.tree.PropsOptions(kind)
 		if o.metrics != nil {
-			opts = slices.Concat(opts, o.metrics.Options(kind))
+			opts = slices.Concat(opts, o.metrics.PropsOptions(kind))
 		}
 		o.opts[kind] = opts
 	}

@@ -45,6 +45,11 @@ func (d *Daemon) speech(deps *actors.Deps) error {
 		},
 		Guard: d.guard,
 		Log:   d.log.With("actor", "tts"),
+		Observe: func(platform, format string, took time.Duration, err error) {
+			if m := d.Metrics(); m != nil {
+				m.TTS(platform, format, took, err)
+			}
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("tts: %w", err)
