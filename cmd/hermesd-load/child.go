@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"sync"
+	"time"
+)
+
+// botReport is what a bot reports when it stops.
+type botReport struct {
+	// PeakRSS is VmHWM of the bot's process, in bytes.
+	PeakRSS int64 `json:"peak_rss"`
+	// CPU is the process's user+system time (set by the parent; 0 in-process).
+	CPU time.Duration `json:"-"`
+	// InProcess says PeakRSS includes the driver and the fakes.
+	InProcess bool     `json:"-"`
+	Warnings  int      `json:"warnings"`
+	Errors    int      `json:"errors"`
+	First     []string `json:"first,omitempty"`
+	Err       string   `json:"err,omitempty"`
+}
+
+// botProc is a running bot, in this process or a child.
+type botProc struct {
+	exited <-chan struct{} // closed when the bot stopped on its own or was stopped
+	once   sync.Once
+	stopFn func() (botReport, error)
+	rep    botReport
+	err    error
+}
+
+// stop stops the bot (once) and returns its report.
+func (b *botProc) stop() (botReport, error) {
+	b.once.Do(func() { b.rep, b.err = b.stopFn() })
+	return b.rep, b.err
+}
+
+// childStopTimeout bounds a child's shutdown before it is killed.
+const childStopTimeout = 45 * time.Second
+
+// startBot starts the bot: in a child process (this binary with -child),
+// or in this process with -inprocess.
+func startBot(ctx context.Context, o options, spec botSpec, stderr io.Writer) (*botProc, error) {
+	if o.inProcess {
+		return startInProcess(ctx, spec)
+	}
+	return startChild(o, spec, stderr)
+}
+
+func startInProcess(ctx context.Context, spec botSpec) (*botProc, error) {
+	counter := &logCounter{}
+	log, done, err := botLogger(spec.logLevel, counter)
+	if err != nil {
+		return nil, err
+	}
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	exited := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(exited)
+		runErr = runBot(bctx, spec, log)
+	}()
+	return &botProc{exited: exited, stopFn: func() (botReport, error) {
+		cancel()
+		<-exited
+		done()
+		rep := botReport{PeakRSS: peakRSS(), InProcess: true}
+		rep.Warnings, rep.Errors, rep.First = counter.counts()
+		if runErr != nil {
+			rep.Err = runErr.Error()
+		}
+		return rep, runErr
+	}}, nil
+}
+
+func startChild(o options, spec botSpec, stderr io.Writer) (*botProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this executable to run the bot in a child: %w", err)
+	}
+	pacing := "off"
+	if spec.pacing {
+		pacing = "on"
+	}
+	args := []string{"-child", "-platform", spec.platform, "-target", spec.target,
+		"-api-url", spec.apiURL, "-token", spec.token, "-model-url", spec.modelURL,
+		"-pacing", pacing, "-log-level", spec.logLevel}
+	if o.cpuProfile != "" {
+		args = append(args, "-cpuprofile", o.cpuProfile)
+	}
+	cmd := exec.Command(exe, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("child stdin: %w", err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the bot's process: %w", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		defer close(exited)
+		waitErr = cmd.Wait()
+	}()
+	return &botProc{exited: exited, stopFn: func() (botReport, error) {
+		_ = stdin.Close() // the child stops at EOF
+		t := time.NewTimer(childStopTimeout)
+		defer t.Stop()
+		select {
+		case <-exited:
+		case <-t.C:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		var rep botReport
+		if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &rep); err != nil {
+			return rep, fmt.Errorf("the bot's process (%v) reported nothing readable: %w", waitErr, err)
+		}
+		rep.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		if waitErr != nil {
+			return rep, fmt.Errorf("the bot's process: %w: %s", waitErr, rep.Err)
+		}
+		return rep, nil
+	}}, nil
+}
+
+// runChild is the -child side: run the bot until stdin closes, then print
+// its report as one JSON line.
+func runChild(ctx context.Context, o options, stdin io.Reader, stdout io.Writer) (err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin) // ends at EOF: the parent is done (or gone)
+		cancel()
+	}()
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
+	counter := &logCounter{}
+	log, done, err := botLogger(o.logLevel, counter)
+	if err != nil {
+		return err
+	}
+	spec := botSpec{platform: o.platform, target: o.target, apiURL: o.apiURL, token: o.token,
+		modelURL: o.modelURL, pacing: o.pacing, logLevel: o.logLevel}
+	runErr := runBot(ctx, spec, log)
+	done()
+	rep := botReport{PeakRSS: peakRSS()}
+	rep.Warnings, rep.Errors, rep.First = counter.counts()
+	if runErr != nil {
+		rep.Err = runErr.Error()
+	}
+	if err := json.NewEncoder(stdout).Encode(rep); err != nil {
+		return errors.Join(runErr, fmt.Errorf("write the report: %w", err))
+	}
+	return runErr
+}
+
+// startCPUProfile profiles this process into path until stop is called.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start the CPU profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write the CPU profile: %w", err)
+		}
+		return nil
+	}, nil
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// options are the command line. The child-only fields tell a child process
+// where the fakes of its parent listen.
+type options struct {
+	platform   string // "telegram" or "discord"
+	target     string // "hermesd" or "echo"
+	compare    bool
+	runs       int
+	chats      int // private chats (Telegram) or DM channels (Discord)
+	groups     int // Telegram supergroups
+	groupUsers int // conversations (users) per group
+	burst      int // extra one-message private chats injected at the start
+	messages   int // per conversation
+	duration   time.Duration
+	timeout    time.Duration
+	settle     time.Duration
+	connect    time.Duration
+	pacing     bool
+	slack      time.Duration
+	model      string // "marker" or "instant"
+	inProcess  bool
+	cpuProfile string
+	driverProf string
+	logLevel   string
+
+	child    bool
+	apiURL   string
+	token    string
+	modelURL string
+}
+
+// Pacing-mode defaults: 20 private chats fast enough to hit 1 msg/s each, two
+// groups of five users that hit 20/min, and a burst of 100 one-message chats
+// at the start that hits 30/s; 70 s so that a whole minute of a group fits.
+const (
+	pacingChats      = 20
+	pacingGroups     = 2
+	pacingGroupUsers = 5
+	pacingBurst      = 100
+	pacingMessages   = 100
+	pacingDuration   = 70 * time.Second
+)
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("hermesd-load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.platform, "platform", "telegram", "fake platform: telegram or discord")
+	fs.StringVar(&o.target, "target", "hermesd", "bot under load: hermesd or echo (the trivial baseline)")
+	fs.BoolVar(&o.compare, "compare", false, "run echo, then hermesd, each in its own process, and print the ratios against the goals")
+	fs.IntVar(&o.runs, "runs", 1, "repeat the run (or the comparison) this many times and print medians")
+	fs.IntVar(&o.chats, "chats", 1000, "private chats (Telegram) or DM channels (Discord), one conversation each")
+	fs.IntVar(&o.groups, "groups", 0, "Telegram supergroups (messages mention the bot)")
+	fs.IntVar(&o.groupUsers, "group-users", 5, "users talking in each group, one conversation each")
+	fs.IntVar(&o.burst, "burst", 0, "extra private chats that send one message at the start")
+	fs.IntVar(&o.messages, "messages", 10, "messages per conversation, each sent when the previous one is answered")
+	fs.DurationVar(&o.duration, "duration", time.Minute, "stop sending new messages after this long")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the last replies after -duration")
+	fs.DurationVar(&o.connect, "connect-timeout", 30*time.Second, "how long the bot may take to start polling or open the gateway")
+	fs.DurationVar(&o.settle, "settle", 300*time.Millisecond, "after the last reply, how long to watch for extra (duplicate) replies")
+	pacing := fs.String("pacing", "off", "Telegram pacing in hermesd (TELEGRAM_RATE_LIMIT): on checks the documented limits")
+	fs.DurationVar(&o.slack, "pacing-slack", 25*time.Millisecond, "transit jitter forgiven when checking the limits from the fake's arrival times")
+	fs.StringVar(&o.model, "model", "marker", "fake model: marker (instant, copies the message's marker into its answer) or instant (modeltest.Instant: always \"ok\", replies matched by chat)")
+	fs.BoolVar(&o.inProcess, "inprocess", false, "run the bot in this process (no separate RSS or CPU figures; for tests)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bot process's CPU profile to this file (hermesd-load -compare writes <file>.echo and <file>.hermesd)")
+	fs.StringVar(&o.driverProf, "driver-cpuprofile", "", "write this process's CPU profile (driver, fakes, model) to this file")
+	fs.StringVar(&o.logLevel, "log-level", "info", "hermesd's HERMES_LOG_LEVEL; its log goes to a file in the temporary HERMES_HOME")
+	fs.BoolVar(&o.child, "child", false, "internal: run only the bot, against the fakes of the parent process")
+	fs.StringVar(&o.apiURL, "api-url", "", "internal (-child): the fake platform's base URL")
+	fs.StringVar(&o.token, "token", "", "internal (-child): the bot token the fake accepts")
+	fs.StringVar(&o.modelURL, "model-url", "", "internal (-child): the fake model's base URL (…/v1)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q (see -h)", fs.Args())
+	}
+	switch *pacing {
+	case "on":
+		o.pacing = true
+	case "off":
+	default:
+		return o, fmt.Errorf("-pacing: want on or off, got %q", *pacing)
+	}
+	if o.pacing && !o.child {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		defaults := []struct {
+			name string
+			p    *int
+			v    int
+		}{{"chats", &o.chats, pacingChats}, {"groups", &o.groups, pacingGroups}, {"group-users", &o.groupUsers, pacingGroupUsers},
+			{"burst", &o.burst, pacingBurst}, {"messages", &o.messages, pacingMessages}}
+		for _, d := range defaults {
+			if !set[d.name] {
+				*d.p = d.v
+			}
+		}
+		if !set["duration"] {
+			o.duration = pacingDuration
+		}
+	}
+	return o, o.validate()
+}
+
+func (o options) validate() error {
+	var errs []error
+	oneOf := func(name, v string, allowed ...string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		errs = append(errs, fmt.Errorf("-%s: want one of %v, got %q", name, allowed, v))
+	}
+	oneOf("platform", o.platform, "telegram", "discord")
+	oneOf("target", o.target, "hermesd", "echo")
+	oneOf("model", o.model, "marker", "instant")
+	oneOf("log-level", o.logLevel, "debug", "info", "warn", "error")
+	if o.child {
+		if o.apiURL == "" || o.token == "" || o.modelURL == "" {
+			errs = append(errs, errors.New("-child needs -api-url, -token and -model-url"))
+		}
+		return errors.Join(errs...)
+	}
+	if o.chats < 0 || o.groups < 0 || o.groupUsers < 1 || o.burst < 0 || o.messages < 1 || o.runs < 1 {
+		errs = append(errs, errors.New("-chats, -groups and -burst must be ≥ 0; -group-users, -messages and -runs ≥ 1"))
+	}
+	if o.chats+o.groups*o.groupUsers+o.burst == 0 {
+		errs = append(errs, errors.New("no conversations: set -chats, -groups or -burst"))
+	}
+	if o.duration <= 0 || o.timeout <= 0 || o.connect <= 0 || o.settle < 0 || o.slack < 0 {
+		errs = append(errs, errors.New("-duration, -timeout and -connect-timeout must be positive, -settle and -pacing-slack not negative"))
+	}
+	if o.groupUsers > groupUsersStride {
+		errs = append(errs, fmt.Errorf("-group-users: at most %d", groupUsersStride))
+	}
+	if o.platform == "discord" && (o.groups > 0 || o.pacing) {
+		errs = append(errs, errors.New("-platform discord drives DM channels only: -groups and -pacing on are Telegram checks"))
+	}
+	if o.compare && o.inProcess {
+		errs = append(errs, errors.New("-compare runs each bot in its own process; drop -inprocess"))
+	}
+	return errors.Join(errs...)
+}
+
+const usage = `hermesd-load drives a bot through a fake Telegram or Discord and an instant
+fake model on 127.0.0.1 and prints messages/s, p50/p99 latency from the
+user's message to the bot's reply, errors and the bot's peak RSS.
+
+Examples:
+  hermesd-load -platform telegram -target hermesd -chats 1000 -messages 10
+  hermesd-load -compare -platform telegram -chats 1000 -messages 10 -runs 3
+  hermesd-load -platform telegram -target hermesd -pacing on
+  hermesd-load -platform discord -compare -chats 500
+  hermesd-load -target hermesd -cpuprofile hermesd.pprof
+
+Exit status: 0 all goals met, 1 a goal missed (errors, pacing, ratios), 2 the
+run itself failed.
+
+Flags:
+`

@@ -1,0 +1,112 @@
+// Command hermesd-load drives hermesd — or, for comparison, a trivial echo
+// bot — with many concurrent conversations through a fake Telegram or
+// Discord and an instant fake model, all on 127.0.0.1, and prints messages
+// per second, the latency from a user's message to the bot's reply, errors
+// (missing, unexpected or misrouted replies) and the peak RSS of the bot.
+//
+// Usage:
+//
+//	hermesd-load [flags]
+//
+// Examples:
+//
+//	# hermesd against the fake Telegram, 1,000 chats × 10 messages, pacing off
+//	hermesd-load -platform telegram -target hermesd -chats 1000 -messages 10
+//
+//	# the echo bot, then hermesd, each in its own process; ratios vs the goals
+//	hermesd-load -compare -platform telegram -chats 1000 -messages 10
+//
+//	# Telegram pacing on: check the documented limits are reached, never exceeded
+//	hermesd-load -platform telegram -target hermesd -pacing on
+//
+//	# where hermesd's time goes
+//	hermesd-load -target hermesd -cpuprofile hermesd.pprof
+//
+// How it measures: this process runs the fakes and the driver; the measured
+// bot runs in a child process (this binary again, with -child), so its peak
+// RSS (VmHWM) and CPU time are its own. Every conversation is closed-loop, as
+// a chat with a person is: its next message goes out when the reply to the
+// previous one arrives, so no busy policy merges messages. Latency runs from
+// the fake's injection of the update to the fake's recording of the reply.
+// With the default model (-model marker) each message carries a marker
+// {load:<conversation>:<seq>} that the model copies into its answer, so a
+// reply is matched to exactly the message it answers and a reply in the wrong
+// chat is caught as misrouted. Every loop ends by itself: at -messages per
+// conversation, or -duration plus -timeout at the latest.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errGoalsMissed):
+		fmt.Fprintln(os.Stderr, "hermesd-load:", err)
+		os.Exit(1)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "hermesd-load:", err)
+		os.Exit(2)
+	}
+}
+
+// run parses args and runs the child, one load run, or a comparison.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if o.child {
+		return runChild(ctx, o, stdin, stdout)
+	}
+	if o.driverProf != "" {
+		stop, err := startCPUProfile(o.driverProf)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, stop()) }()
+	}
+	if o.compare {
+		return runCompare(ctx, o, stdout, stderr)
+	}
+	var results []*result
+	for i := range o.runs {
+		r, err := runLoad(ctx, o, stderr)
+		if err != nil {
+			return fmt.Errorf("run %d of %d: %w", i+1, o.runs, err)
+		}
+		printResult(stdout, r)
+		results = append(results, r)
+	}
+	if o.runs > 1 {
+		printMedians(stdout, o.target, results)
+	}
+	if o.pacing {
+		for _, r := range results {
+			if r.Pacing != nil && !r.Pacing.OK() {
+				return fmt.Errorf("%w: pacing", errGoalsMissed)
+			}
+		}
+	}
+	for _, r := range results {
+		if r.Errors() > 0 {
+			return fmt.Errorf("%w: %d errors", errGoalsMissed, r.Errors())
+		}
+	}
+	return nil
+}
+
+// errGoalsMissed makes the exit status 1: the run worked, the bot did not
+// meet the goals.
+var errGoalsMissed = errors.New("goals missed")

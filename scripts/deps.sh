@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the system packages hermesd needs, or says exactly what is missing.
+#   scripts/deps.sh run    what the daemon uses (speech)
+#   scripts/deps.sh test   that, plus what the tests use (opusinfo, chromium)
+set -euo pipefail
+
+want=(espeak-ng:espeak-ng lame:lame)
+if [[ "${1:-run}" == "test" ]]; then
+	want+=(opusinfo:opus-tools opusenc:opus-tools chromium:chromium)
+fi
+
+missing=()
+for pair in "${want[@]}"; do
+	bin=${pair%%:*} pkg=${pair#*:}
+	command -v "$bin" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+# unique package names
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "hermesd needs Go 1.26 or newer on PATH" >&2
+	exit 1
+fi
+if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+	echo "installing: ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+	echo "installing with sudo: ${missing[*]}" >&2
+	sudo apt-get update -qq >/dev/null
+	sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+	echo "missing system packages: ${missing[*]}" >&2
+	echo "install them with: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
