@@ -127,8 +127,14 @@ func FromHeader(h actor.ReadonlyMessageHeader) (messages.Session, bool) {
 	return s, err == nil
 }
 
+// HeaderReader is the part of an actor context that holds the current
+// message's envelope headers (actor.Context and actor.ReceiverContext).
+type HeaderReader interface {
+	MessageHeader() actor.ReadonlyMessageHeader
+}
+
 // FromEnvelope returns the identity of the message a shared actor is handling:
 // the Session stamped into its envelope by the sender.
-func FromEnvelope(c interface{ MessageHeader() actor.ReadonlyMessageHeader }) (messages.Session, bool) {
+func FromEnvelope(c HeaderReader) (messages.Session, bool) {
 	return FromHeader(c.MessageHeader())
 }

@@ -169,7 +169,6 @@ func TestIdentity_SurvivesChildRestart(t *testing.T) {
 	}
 }
 
-
 type scoped struct{}
 
 func (*scoped) SessionScoped() {}

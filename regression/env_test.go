@@ -134,7 +134,9 @@ func speechServer(t *testing.T) string {
 // reply carrying a token must arrive in that chat.
 var tokenRE = regexp.MustCompile(`tok:[a-z]+:[A-Za-z0-9_-]+:[0-9]+`)
 
-func token(platform, chat string, n int) string { return fmt.Sprintf("tok:%s:%s:%d", platform, chat, n) }
+func token(platform, chat string, n int) string {
+	return fmt.Sprintf("tok:%s:%s:%d", platform, chat, n)
+}
 
 // tokenChat returns the chat a token names.
 func tokenChat(tok string) string {
@@ -257,6 +259,8 @@ func startReviewTool() tools.Tool {
 func crashTool() tools.Tool {
 	return tools.Tool{
 		Name: "crash_test", Description: "crashes", Parameters: json.RawMessage(`{"type":"object","properties":{}}`),
-		Run: func(context.Context, tools.Env, json.RawMessage) (string, error) { panic("crash_test tool crashed on purpose") },
+		Run: func(context.Context, tools.Env, json.RawMessage) (string, error) {
+			panic("crash_test tool crashed on purpose")
+		},
 	}
 }
