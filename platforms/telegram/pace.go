@@ -9,15 +9,22 @@ import (
 // Telegram's documented sending limits
 // (core.telegram.org/bots/faq#my-bot-is-hitting-limits-how-do-i-avoid-this).
 // Each is a GCRA token bucket: with interval I and burst B, any window of
-// length T holds at most B + T/I messages. Intervals are rounded up, so that
-// integer nanoseconds never let one message too many into a window.
+// length T holds at most B + T/I messages.
+//
+// Grants are spaced with a margin over the documented limits: what Telegram
+// counts is arrival, and two requests granted exactly 1 s apart can arrive
+// 950 ms apart after scheduling and network jitter (the load driver saw 31
+// messages land in one second at a 30/s pacing). jitterMargin absorbs that.
+const jitterMargin = 60 * time.Millisecond
+
 var (
 	// privateLimits: about one message a second in a private chat.
-	privateLimits = []gcra{{interval: time.Second, burst: 1}}
+	privateLimits = []gcra{{interval: time.Second + jitterMargin, burst: 1}}
 	// groupLimits: one a second, and at most 20 in any minute (3 + 60/(60/17)).
-	groupLimits = []gcra{{interval: time.Second, burst: 1}, {interval: time.Minute/17 + 1, burst: 3}}
-	// globalLimit: at most 30 messages in any second, across all chats.
-	globalLimit = gcra{interval: time.Second/30 + 1, burst: 1}
+	groupLimits = []gcra{{interval: time.Second + jitterMargin, burst: 1}, {interval: time.Minute/17 + jitterMargin, burst: 3}}
+	// globalLimit: at most 30 messages in any second across all chats;
+	// granted at 28 a second, so that arrivals bunched by jitter stay under 30.
+	globalLimit = gcra{interval: time.Second / 28, burst: 1}
 )
 
 // gcra is one token bucket in its "theoretical arrival time" form.
