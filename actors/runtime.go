@@ -39,9 +39,10 @@ type Config struct {
 	// TurnTimeout bounds a whole turn; ToolTimeout one tool call; TTSTimeout
 	// one synthesis; SendTimeout one delivery; StoreTimeout one store call.
 	TurnTimeout, ToolTimeout, TTSTimeout, SendTimeout, StoreTimeout time.Duration
-	// TypingRefresh is how often a chat action is renewed while a turn runs
+	// TypingDelay is how long a turn runs before its chat shows "typing"
+	// (or "recording"); TypingRefresh is how often that is renewed
 	// (Telegram's expire after about 5 s).
-	TypingRefresh time.Duration
+	TypingDelay, TypingRefresh time.Duration
 	// MaxInboundBytes is the largest message text accepted.
 	MaxInboundBytes int
 	// QueueLimit bounds messages waiting under the "queue" busy policy.

@@ -279,13 +279,10 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 	a.turn = &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, voiceIn: voiceIn, started: time.Now()}
 	a.rt.obs.TurnStarted(a.s)
 	if a.rt.indicates(a.s.Platform()) {
-		action := string(platforms.Typing)
-		if a.speaks(voiceIn) {
-			action = string(platforms.RecordVoice)
-		}
-		c.Request(a.rt.outbox(a.s.Platform()), &indicate{action: action})
+		// Most turns of a fast model finish before a typing indicator would
+		// be seen; show it only once the turn has taken TypingDelay.
 		id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
-		a.turn.typing = time.AfterFunc(a.rt.cfg.TypingRefresh, func() { sys.Root.Send(self, &typingTick{turn: id}) })
+		a.turn.typing = time.AfterFunc(a.rt.cfg.TypingDelay, func() { sys.Root.Send(self, &typingTick{turn: id}) })
 	}
 }
 

@@ -27,11 +27,12 @@ func (d *Daemon) agentTools(extra []tools.Tool) (*tools.Registry, error) {
 		return nil, fmt.Errorf("skills: %w", err)
 	}
 	d.skills = lib
+	d.memories = newMemoryCache(d.store)
 	d.closers = append(d.closers, func() { lib.Close() })
 	ts := []tools.Tool{
 		tools.TextToSpeech(),
 		tools.CurrentTime(nil),
-		tools.Memory(d.store),
+		tools.Memory(d.memories),
 		tools.Skills(lib),
 		tools.Cronjob(d.store, time.Now, time.Local),
 		tools.SessionSearch(d.store),
@@ -45,7 +46,7 @@ func (d *Daemon) agentTools(extra []tools.Tool) (*tools.Registry, error) {
 // conversation, and the skills it has.
 func (d *Daemon) promptContext(ctx context.Context, s messages.Session, senderID string) string {
 	var parts []string
-	if mem, err := tools.MemoryPrompt(ctx, d.store, s, senderID, memoryBudget); err != nil {
+	if mem, err := tools.MemoryPrompt(ctx, d.memories, s, senderID, memoryBudget); err != nil {
 		d.log.Warn("load memories for prompt", "session", s.Key(), "err", err)
 	} else if mem != "" {
 		parts = append(parts, mem)

@@ -50,6 +50,7 @@ type Daemon struct {
 	// address from it).
 	telegram *telegram.Adapter
 	skills   *skills.Library
+	memories *memoryCache
 	// obs holds metrics, the live actor tree and recent errors.
 	obs *observation
 	mux *http.ServeMux

@@ -44,6 +44,20 @@ func (e *serverError) Error() string {
 
 // Do implements bot.HttpClient.
 func (d *apiDoer) Do(req *http.Request) (*http.Response, error) {
+	// The library streams its multipart body through an io.Pipe, which
+	// net/http sends chunked, one write per part. Bodies are small (a
+	// voice note is at most 1 MiB here), so buffer them and send one
+	// request with a Content-Length: measurably cheaper under load.
+	if req.Body != nil && req.ContentLength <= 0 {
+		body, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read request body: %w", err)
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
 	resp, err := d.hc.Do(req)
 	if err != nil {
 		return nil, d.redact(err)
