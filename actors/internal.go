@@ -85,3 +85,7 @@ type modelDone struct {
 
 // turnPersisted reports that a finished turn's messages were written.
 type turnPersisted struct{ err error }
+
+// resumeSession asks a session (activating it if needed) to answer the
+// unanswered messages it loaded, if it is not already busy.
+type resumeSession struct{ key string }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/hermesd/hermesd/messages"
@@ -66,6 +67,9 @@ func (m *Memory) AppendUser(_ context.Context, s messages.Session, um *messages.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.get(s)
+	if id := um.GetMessageId(); id != "" && slices.Contains(ms.ids, id) {
+		return ErrDuplicate
+	}
 	ms.history = append(ms.history, model.Message{Role: "user", Content: um.GetText()})
 	ms.ids = append(ms.ids, um.GetMessageId())
 	return nil

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
@@ -60,6 +61,11 @@ type SessionState struct {
 	Turns int64
 }
 
+// ErrDuplicate is returned by Persistence.AppendUser for a message the
+// session already stored (same platform message id): the platform sent it
+// again, typically after a crash between accepting and acknowledging it.
+var ErrDuplicate = errors.New("message already stored")
+
 // Persistence is what the actor tree needs from storage. The SQLite store
 // implements it (see store.Actors); benchmarks and tests that measure the
 // runtime alone use Memory.
@@ -67,7 +73,8 @@ type Persistence interface {
 	// LoadSession returns the session's settings and up to limit recent
 	// messages of its current conversation.
 	LoadSession(ctx context.Context, s messages.Session, limit int) (SessionState, error)
-	// AppendUser persists an inbound message before it is acknowledged.
+	// AppendUser persists an inbound message before it is acknowledged. A
+	// message whose id the session already has returns ErrDuplicate.
 	AppendUser(ctx context.Context, s messages.Session, m *messages.UserMessage) error
 	// AppendTurn persists the messages a finished turn produced.
 	AppendTurn(ctx context.Context, s messages.Session, msgs []model.Message) error

@@ -55,6 +55,8 @@ func (r *router) Receive(c actor.Context) {
 		r.route(c, m.GetSessionKey(), m)
 	case *messages.ScheduledFire:
 		r.route(c, m.GetSessionKey(), m)
+	case *resumeSession:
+		r.route(c, m.key, m)
 	case *sweep:
 		r.sweep(c)
 	case *passivateReply:

@@ -303,6 +303,14 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 		// Commands steer the session; they are not part of the conversation.
 	default:
 		err = rt.persist.AppendUser(ctx, s, m)
+		if errors.Is(err, ErrDuplicate) {
+			// Already accepted once. Routing it again could start a second
+			// turn for it; instead make sure its session answers whatever
+			// it holds unanswered — this message, if it never was.
+			rt.log.Info("platform sent a message again; not starting a second turn", "session", s.Key(), "message", m.GetMessageId())
+			rt.sys.Root.Send(rt.router, &resumeSession{key: s.Key()})
+			return nil
+		}
 	}
 	if err != nil {
 		rt.log.Error("persist inbound message", "session", s.Key(), "err", err)

@@ -41,7 +41,9 @@ type session struct {
 	// turn before they arrived, so their arrival starts nothing.
 	pending  []*messages.UserMessage
 	absorbed map[string]bool
-	queued   []*messages.UserMessage
+	// resume is set by resumeSession until the state is loaded.
+	resume bool
+	queued []*messages.UserMessage
 
 	turnSeq uint64
 	turn    *runningTurn
@@ -98,6 +100,10 @@ func (a *session) Receive(c actor.Context) {
 		a.handleStartBackground(c, &startBackground{kind: kindCron, prompt: m.GetPrompt()})
 	case *startBackground:
 		a.handleStartBackground(c, m)
+	case *resumeSession:
+		a.handled++
+		a.resume = true
+		a.resumePending(c)
 	case *stateLoaded:
 		a.handleLoaded(c, m)
 	case *turnDone:
@@ -198,6 +204,19 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	a.waiting = nil
 	for _, w := range waiting {
 		a.handleUser(c, w)
+	}
+	a.resumePending(c)
+}
+
+// resumePending answers loaded, unanswered messages when asked to (a
+// platform redelivered one of them) and nothing else is running.
+func (a *session) resumePending(c actor.Context) {
+	if !a.resume || a.state != loaded {
+		return
+	}
+	a.resume = false
+	if a.turn == nil && len(a.pending) > 0 {
+		a.startTurn(c, nil)
 	}
 }
 

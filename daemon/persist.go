@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/hermesd/hermesd/actors"
@@ -54,7 +55,11 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 }
 
 func (p persistence) AppendUser(ctx context.Context, s messages.Session, m *messages.UserMessage) error {
-	return p.st.Append(ctx, store.Message{SessionKey: s.Key(), Role: store.User, Content: m.GetText(), PlatformMessageID: m.GetMessageId(), Name: m.GetSenderId()})
+	err := p.st.Append(ctx, store.Message{SessionKey: s.Key(), Role: store.User, Content: m.GetText(), PlatformMessageID: m.GetMessageId(), Name: m.GetSenderId()})
+	if errors.Is(err, store.ErrDuplicate) {
+		return fmt.Errorf("%w: %w", actors.ErrDuplicate, err)
+	}
+	return err
 }
 
 func (p persistence) AppendTurn(ctx context.Context, s messages.Session, msgs []model.Message) error {

@@ -18,6 +18,10 @@ var ErrClosed = errors.New("store closed")
 // queued; the caller may retry later or refuse the work that needed it.
 var ErrOverloaded = errors.New("store write queue full")
 
+// ErrDuplicate is returned by Append for a user message whose platform
+// message id the session already stored: the platform sent it again.
+var ErrDuplicate = errors.New("message already stored")
+
 // ErrJobNotDue is returned by MarkJobRun for a job that is not due at the
 // given time, typically because it already ran: whoever gets it must not fire
 // the job.

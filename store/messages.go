@@ -168,6 +168,16 @@ func (s *Store) appendOp(msgs []Message) (opFunc, error) {
 		}
 		for i := range msgs {
 			m := &msgs[i]
+			if m.Role == User && m.PlatformMessageID != "" {
+				var n int
+				if err := x.queryRow(`SELECT count(*) FROM messages WHERE session_key = ? AND role = 'user' AND platform_message_id = ?`,
+					[]any{&n}, m.SessionKey, m.PlatformMessageID); err != nil {
+					return fmt.Errorf("check message %d of %s: %w", i, m.SessionKey, err)
+				}
+				if n > 0 {
+					return fmt.Errorf("message %s of %s: %w", m.PlatformMessageID, m.SessionKey, ErrDuplicate)
+				}
+			}
 			conv := m.Conversation
 			if conv == 0 {
 				conv = deltas[slices.IndexFunc(deltas, func(d sessionDelta) bool { return d.key == m.SessionKey })].conv

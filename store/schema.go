@@ -141,6 +141,14 @@ CREATE TABLE pairing_failures (
 	locked_until INTEGER NOT NULL
 ) STRICT;
 `,
+	// v2: inbound messages are unique per session and platform message id,
+	// so a platform redelivering an update after a crash (Telegram after a
+	// kill -9 between accepting an update and recording it) cannot store it,
+	// or start a turn for it, twice.
+	`
+CREATE INDEX messages_by_platform_id ON messages(session_key, platform_message_id)
+	WHERE role = 'user' AND platform_message_id <> '';
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and
