@@ -254,3 +254,40 @@ func BenchmarkStopToQuiet(b *testing.B) {
 	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
 }
+
+// countingLoads counts LoadSession calls of an in-memory persistence.
+type countingLoads struct {
+	*Memory
+	loads atomic.Int64
+}
+
+func (c *countingLoads) LoadSession(ctx context.Context, s messages.Session, limit int) (SessionState, error) {
+	st, err := c.Memory.LoadSession(ctx, s, limit)
+	c.loads.Add(1)
+	return st, err
+}
+
+// BenchmarkSessionSpawnAndLoad measures activation as the issue defines it:
+// the router spawns a session actor named by its key, and the actor loads
+// its (empty) state; no turn, no reply.
+func BenchmarkSessionSpawnAndLoad(b *testing.B) {
+	p := &countingLoads{Memory: NewMemory()}
+	rt, _ := startBench(b, p, instantModel())
+	n := max(b.N, 1000)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("web:dm:l%d-%d", b.N, i)
+	}
+	base := p.loads.Load()
+	b.ResetTimer()
+	start := time.Now()
+	for _, k := range keys {
+		rt.sys.Root.Send(rt.routerOf(k), &resumeSession{key: k})
+	}
+	for p.loads.Load()-base < int64(n) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(n)/el.Seconds(), "sessions/s")
+}

@@ -60,9 +60,25 @@ func (rt *Runtime) Sessions(ctx context.Context, search string, offset, limit in
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	res, err := rt.sys.Root.RequestFuture(rt.router, &listSessions{Search: search, Offset: offset, Limit: limit}, timeout).Result()
-	if err != nil {
-		return nil, err
+	// Each shard lists its matching keys; the page is cut from the merge.
+	var all []SessionInfo
+	for _, r := range rt.routers {
+		res, err := rt.sys.Root.RequestFuture(r, &listSessions{Search: search}, timeout).Result()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, res.(*SessionList).Sessions...)
 	}
-	return res.(*SessionList), nil
+	sort.Slice(all, func(i, j int) bool { return all[i].Key < all[j].Key })
+	out := &SessionList{Total: len(all)}
+	if offset < len(all) {
+		all = all[offset:]
+	} else {
+		all = nil
+	}
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	out.Sessions = all
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,9 @@ type Config struct {
 	// SchedulerInterval is how often the scheduler looks for due jobs (it
 	// also wakes when a job is created).
 	SchedulerInterval time.Duration
+	// RouterShards is how many router actors share the session keys; 0
+	// means one per CPU.
+	RouterShards int
 }
 
 // DefaultConfig returns the defaults used by the daemon.
@@ -154,7 +158,7 @@ type Runtime struct {
 	outboxes map[messages.Platform]*actor.PID
 	nowhere  *actor.PID
 	tts      *actor.PID
-	router   *actor.PID
+	routers  []*actor.PID
 
 	sessionProps  *actor.Props
 	instrument    func(kind string, p *actor.Props) *actor.Props
@@ -241,8 +245,17 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild)))))
 	routerProps := rt.instrument(KindRouter, actor.PropsFromProducer(func() actor.Actor { return newRouter(rt) },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, restartSession))))
-	if rt.router, err = rt.sys.Root.SpawnNamed(routerProps, "sessions"); err != nil {
-		return nil, fmt.Errorf("spawn router: %w", err)
+	// The router is sharded by key: spawning a session is the router's
+	// costliest work, and one router would do all of it on one goroutine.
+	shards := cfg.RouterShards
+	if shards <= 0 {
+		shards = runtime.GOMAXPROCS(0)
+	}
+	rt.routers = make([]*actor.PID, shards)
+	for i := range rt.routers {
+		if rt.routers[i], err = rt.sys.Root.SpawnNamed(routerProps, fmt.Sprintf("sessions-%d", i)); err != nil {
+			return nil, fmt.Errorf("spawn router: %w", err)
+		}
 	}
 	rt.accepting.Store(true)
 	if d.Jobs != nil {
@@ -308,7 +321,7 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 			// turn for it; instead make sure its session answers whatever
 			// it holds unanswered — this message, if it never was.
 			rt.log.Info("platform sent a message again; not starting a second turn", "session", s.Key(), "message", m.GetMessageId())
-			rt.sys.Root.Send(rt.router, &resumeSession{key: s.Key()})
+			rt.sys.Root.Send(rt.routerOf(s.Key()), &resumeSession{key: s.Key()})
 			return nil
 		}
 	}
@@ -316,7 +329,7 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 		rt.log.Error("persist inbound message", "session", s.Key(), "err", err)
 		return fmt.Errorf("persist message: %w", err)
 	}
-	rt.sys.Root.Send(rt.router, m)
+	rt.sys.Root.Send(rt.routerOf(m.GetSessionKey()), m)
 	return nil
 }
 
@@ -326,7 +339,7 @@ func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
 	if _, err := messages.ParseKey(f.GetSessionKey()); err != nil {
 		return fmt.Errorf("fire job %s: %w", f.GetJobId(), err)
 	}
-	rt.sys.Root.Send(rt.router, f)
+	rt.sys.Root.Send(rt.routerOf(f.GetSessionKey()), f)
 	return nil
 }
 
@@ -345,8 +358,10 @@ func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
 	if rt.scheduler != nil {
 		_ = rt.sys.Root.StopFuture(rt.scheduler).Wait()
 	}
-	if _, err := rt.sys.Root.PoisonFuture(rt.router).Result(); err != nil {
-		rt.log.Warn("stop sessions", "err", err)
+	for _, r := range rt.routers {
+		if _, err := rt.sys.Root.PoisonFuture(r).Result(); err != nil {
+			rt.log.Warn("stop sessions", "err", err)
+		}
 	}
 	drained := make(chan struct{})
 	go func() { rt.deliveries.Wait(); close(drained) }()
@@ -369,6 +384,20 @@ func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
 
 // RunningTurns returns how many turns are running now.
 func (rt *Runtime) RunningTurns() int64 { return rt.runningTurns.Load() }
+
+// routerOf returns the router shard responsible for a session key (FNV-1a:
+// cheap, stable, and spreads keys that differ only in their last digits).
+func (rt *Runtime) routerOf(key string) *actor.PID {
+	if len(rt.routers) == 1 {
+		return rt.routers[0]
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return rt.routers[h%uint32(len(rt.routers))]
+}
 
 // outbox returns the outbox of platform p; a platform that is not running
 // gets one that answers every delivery with an error.
