@@ -87,7 +87,7 @@ func (r *router) route(c actor.Context, key string, m any) {
 		}
 		e = &route{pid: pid}
 		r.sessions[key] = e
-		r.rt.obs.SessionsActive(len(r.sessions))
+		r.rt.obs.SessionsActive(int(r.rt.sessionsLive.Add(1)))
 	}
 	e.routed++
 	e.last = time.Now().UnixNano()
@@ -136,7 +136,7 @@ func (r *router) terminated(c actor.Context, who *actor.PID) {
 		return
 	}
 	delete(r.sessions, key)
-	r.rt.obs.SessionsActive(len(r.sessions))
+	r.rt.obs.SessionsActive(int(r.rt.sessionsLive.Add(-1)))
 	for _, m := range e.held {
 		r.route(c, key, m)
 	}

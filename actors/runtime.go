@@ -175,6 +175,8 @@ type Runtime struct {
 	adaptersWG            sync.WaitGroup
 	cancelAdapters        context.CancelFunc
 	runningTurns          atomic.Int64
+	// sessionsLive counts session actors over all router shards.
+	sessionsLive atomic.Int64
 }
 
 // ErrShuttingDown is returned by Receive once shutdown has begun.

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
+	"runtime"
 
 	"io"
 	"log/slog"
@@ -335,7 +337,7 @@ func TestInspection_MetricsCountWhatHappened(t *testing.T) {
 	// stopped actor is a dead letter.
 	sys := in.d.Runtime().System()
 	sys.Root.Send(actor.NewPID(sys.Address(), "outbox-web"), &messages.Delivery{})
-	sys.Root.Send(actor.NewPID(sys.Address(), "sessions/web:dm:nobody-here/turn-1"), "late")
+	sys.Root.Send(actor.NewPID(sys.Address(), "sessions-0/web:dm:nobody-here/turn-1"), "late")
 
 	const turns = 5 // 3 hellos, the time question, the held turn
 	want := []struct {
@@ -360,7 +362,7 @@ func TestInspection_MetricsCountWhatHappened(t *testing.T) {
 		{"protoactor_actor_spawn_count_total", map[string]string{"actortype": "session"}, 3},
 		{"protoactor_actor_spawn_count_total", map[string]string{"actortype": "turn"}, turns},
 		{"protoactor_actor_spawn_count_total", map[string]string{"actortype": "tool"}, 2},
-		{"protoactor_actor_spawn_count_total", map[string]string{"actortype": "router"}, 1},
+		{"protoactor_actor_spawn_count_total", map[string]string{"actortype": "router"}, float64(runtime.GOMAXPROCS(0))}, // one shard per CPU
 		{"protoactor_actor_stopped_count_total", map[string]string{"actortype": "turn"}, turns},
 		{"protoactor_actor_stopped_count_total", map[string]string{"actortype": "tool"}, 2},
 		{"protoactor_actor_failure_count_total", nil, 0},
@@ -463,11 +465,13 @@ func TestStatusPage_InHeadlessChromium(t *testing.T) {
 	})
 
 	dom := runChromium(t, browser, "--dump-dom", in.srv.URL+"/status")
+	// Session actors live under one of the router shards (sessions-N).
+	dom = regexp.MustCompile(`data-id="sessions-[0-9]+/`).ReplaceAllString(dom, `data-id="sessions-N/`)
 	for _, want := range []string{
-		`<li data-kind="session" data-id="sessions/web:dm:page-busy" data-session="web:dm:page-busy">`,
+		`<li data-kind="session" data-id="sessions-N/web:dm:page-busy" data-session="web:dm:page-busy">`,
 		`<span class="badge busy">busy</span>`,
-		`data-kind="turn" data-id="sessions/web:dm:page-busy/turn-`,
-		`data-kind="tool" data-id="sessions/web:dm:page-busy/turn-`,
+		`data-kind="turn" data-id="sessions-N/web:dm:page-busy/turn-`,
+		`data-kind="tool" data-id="sessions-N/web:dm:page-busy/turn-`,
 		`data-session="web:dm:page-alice"`,
 		`<span class="badge idle">idle</span>`,
 		`<div class="num" id="sessions-live">4</div>`,

@@ -106,8 +106,16 @@ func TestAPI_AnswersWithinASecondWith100kSessions(t *testing.T) {
 				t.Fatalf("status %d: %s", rec.Code, rec.Body)
 			}
 			c.check(t, rec.Body.Bytes())
-			if took > time.Second {
-				t.Errorf("took %v with 100,000 sessions, want under a second", took)
+			// The goal is a second; the race detector (and a test suite
+			// running beside this one on two cores) multiplies the cost,
+			// so under -race the bound is wider. BenchmarkAPI
+			// measures the real figure (docs/benchmarks-inspect.md).
+			limit := time.Second
+			if raceDetector {
+				limit = 5 * time.Second
+			}
+			if took > limit {
+				t.Errorf("took %v with 100,000 sessions, want under %v", took, limit)
 			}
 			t.Logf("%v", took)
 		})
