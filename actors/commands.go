@@ -74,6 +74,7 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 			a.cancelTurn(c, "reset")
 		}
 		a.cancelBackground(c)
+		a.cancelSpeech(c)
 		a.queued = nil
 		a.history = nil
 		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "✨ Started a new conversation.", Answers: ids, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
@@ -100,7 +101,8 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 // stop cancels the running turn and everything it started; the session is
 // quiet as soon as this returns (late results of that turn are ignored).
 func (a *session) stop(c actor.Context, m *messages.UserMessage) {
-	if a.turn == nil && len(a.queued) == 0 && len(a.bg) == 0 {
+	spoke := a.cancelSpeech(c)
+	if a.turn == nil && len(a.queued) == 0 && len(a.bg) == 0 && !spoke {
 		a.reply(c, m, "Nothing is running.")
 		return
 	}

@@ -43,7 +43,13 @@ type session struct {
 	absorbed map[string]bool
 	// resume is set by resumeSession until the state is loaded.
 	resume bool
-	queued []*messages.UserMessage
+	// speaking is set while an auto-voice reply is synthesized; replies
+	// delivered meanwhile wait in held, so the conversation's order holds.
+	// speakGen tells a cancelled synthesis from the current one.
+	speaking bool
+	speakGen uint64
+	held     []*messages.Delivery
+	queued   []*messages.UserMessage
 
 	turnSeq uint64
 	turn    *runningTurn
@@ -221,7 +227,7 @@ func (a *session) resumePending(c actor.Context) {
 }
 
 func (a *session) idle(c actor.Context) bool {
-	return a.state == loaded && a.turn == nil && len(a.bg) == 0 && len(a.queued) == 0 && len(a.waiting) == 0 && len(c.Children()) == 0
+	return a.state == loaded && a.turn == nil && !a.speaking && len(a.bg) == 0 && len(a.queued) == 0 && len(a.waiting) == 0 && len(c.Children()) == 0
 }
 
 func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
@@ -431,19 +437,50 @@ func (a *session) speak(c actor.Context, text string, ids []string, replyTo stri
 		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 Voice replies are not available: no speech engine is configured.", Answers: ids, Last: true, Origin: "turn"})
 		return
 	}
+	// Until the speech is back, later replies wait (hold): the voice of this
+	// answer must not arrive after the answer to the next message.
+	a.speakGen++
+	gen := a.speakGen
+	a.speaking = true
 	f := c.RequestFuture(tts, &messages.SynthesizeSpeech{Text: text}, a.rt.cfg.TTSTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
+		if gen != a.speakGen {
+			return // /stop or /new cancelled it; what was held is out already
+		}
 		sp, ok := res.(*messages.Speech)
 		if err == nil && !ok {
 			err = speechError(res)
 		}
+		a.speaking = false
 		if err != nil {
 			a.logger().Warn("auto voice reply failed", "err", err)
 			a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 I could not speak this reply: " + err.Error(), Answers: ids, Last: true, Origin: "turn"})
-			return
+		} else {
+			a.deliver(c, voiceDelivery(sp, ids, replyTo, true))
 		}
-		a.deliver(c, voiceDelivery(sp, ids, replyTo, true))
+		a.releaseHeld(c)
 	})
+}
+
+// cancelSpeech drops an auto-voice reply still being synthesized and lets
+// the replies it held go; it reports whether there was one.
+func (a *session) cancelSpeech(c actor.Context) bool {
+	if !a.speaking {
+		return false
+	}
+	a.speakGen++
+	a.speaking = false
+	a.releaseHeld(c)
+	return true
+}
+
+// releaseHeld sends the replies that waited for a voice reply, in order.
+func (a *session) releaseHeld(c actor.Context) {
+	held := a.held
+	a.held = nil
+	for _, d := range held {
+		a.deliver(c, d)
+	}
 }
 
 // handleTerminated notices a turn that died without reporting (a panic in
@@ -492,6 +529,10 @@ func (a *session) handleVoiceReply(c actor.Context, m *voiceReply) {
 // outbox learns the destination from the envelope, stamped from this
 // actor's binding.
 func (a *session) deliver(c actor.Context, d *messages.Delivery) {
+	if a.speaking {
+		a.held = append(a.held, d)
+		return
+	}
 	a.seq++
 	d.Seq = a.seq
 	a.lastActive = time.Now()
