@@ -109,7 +109,12 @@ func (a *Adapter) handleMessage(ctx context.Context, in platforms.Inbound, m *di
 	if m.MessageReference != nil {
 		um.ReplyToId = m.MessageReference.MessageID
 	}
-	a.describeAttachments(ctx, log, m, um)
+	if notice := a.describeAttachments(ctx, log, m, um); notice != "" && strings.TrimSpace(um.Text) == "" {
+		// A voice message that could not be heard: say what went wrong
+		// (not "transcription is not configured", which it is).
+		a.notify(ctx, log, replyChannel(s), notice, m.ID)
+		return
+	}
 
 	if err := in(ctx, um); err != nil {
 		if ctx.Err() != nil {
@@ -234,7 +239,18 @@ func threadName(text, user string) string {
 // with a transcriber, downloads and transcribes it: um.Text becomes the
 // transcript and FromVoice true. Without a transcriber, or when it fails,
 // the voice attachment is described and the text stays as typed.
-func (a *Adapter) describeAttachments(ctx context.Context, log *slog.Logger, m *discordgo.Message, um *messages.UserMessage) {
+// What the user is told when their voice message could not be transcribed.
+const (
+	noticeVoiceTooLarge  = "That voice message is too large for me to transcribe."
+	noticeVoiceDownload  = "Sorry, I couldn't download that voice message. Please try again."
+	noticeVoiceTranslate = "Sorry, I couldn't transcribe that voice message. Please try again, or send it as text."
+	noticeVoiceEmpty     = "I couldn't hear any words in that voice message."
+)
+
+// describeAttachments lists m's attachments on um and transcribes a voice
+// message into um.Text. It returns what to tell the user when transcription
+// was attempted and failed, or "".
+func (a *Adapter) describeAttachments(ctx context.Context, log *slog.Logger, m *discordgo.Message, um *messages.UserMessage) string {
 	voice := m.Flags&discordgo.MessageFlagsIsVoiceMessage != 0
 	var voiceAtt *discordgo.MessageAttachment
 	for _, att := range m.Attachments {
@@ -251,32 +267,33 @@ func (a *Adapter) describeAttachments(ctx context.Context, log *slog.Logger, m *
 		})
 	}
 	if voiceAtt == nil || a.stt == nil {
-		return
+		return ""
 	}
 	if int64(voiceAtt.Size) > a.cfg.MaxInboundBytes {
 		log.Warn("voice message too large to transcribe", "bytes", voiceAtt.Size, "limit", a.cfg.MaxInboundBytes)
-		return
+		return noticeVoiceTooLarge
 	}
 	audio, err := a.download(ctx, voiceAtt.URL)
 	if err != nil {
 		log.Warn("download voice message", "err", err)
-		return
+		return noticeVoiceDownload
 	}
 	transcript, err := a.stt.Transcribe(ctx, audio, voiceAtt.Filename)
 	if err != nil {
 		log.Warn("transcribe voice message", "err", err)
-		return
+		return noticeVoiceTranslate
 	}
 	transcript = strings.TrimSpace(transcript)
 	if transcript == "" {
 		log.Info("voice message transcribed to nothing")
-		return
+		return noticeVoiceEmpty
 	}
 	if um.Text != "" {
 		um.Text += "\n"
 	}
 	um.Text += transcript
 	um.FromVoice = true
+	return ""
 }
 
 // attachmentKind names an attachment for the model: photo, audio or document.
