@@ -51,9 +51,11 @@ type Options struct {
 // Metrics records hermesd's metrics and serves them. It implements
 // actors.Observer. All methods are safe for concurrent use.
 type Metrics struct {
-	reg      *prometheus.Registry
-	provider *sdkmetric.MeterProvider
-	address  string
+	// attrCache maps a label set's values to its measurement option.
+	attrCache sync.Map
+	reg       *prometheus.Registry
+	provider  *sdkmetric.MeterProvider
+	address   string
 
 	kindsMu sync.RWMutex
 	kinds   map[string]*kindProbe

@@ -170,7 +170,7 @@ func (s *Store) appendOp(msgs []Message) (opFunc, error) {
 			m := &msgs[i]
 			if m.Role == User && m.PlatformMessageID != "" {
 				var n int
-				if err := x.queryRow(`SELECT count(*) FROM messages WHERE session_key = ? AND role = 'user' AND platform_message_id = ?`,
+				if err := x.queryRow(`SELECT count(*) FROM messages WHERE session_key = ? AND role = 'user' AND platform_message_id = ? AND platform_message_id <> ''`,
 					[]any{&n}, m.SessionKey, m.PlatformMessageID); err != nil {
 					return fmt.Errorf("check message %d of %s: %w", i, m.SessionKey, err)
 				}

@@ -19,7 +19,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer, env func(st
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "validate the configuration and exit")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return flagError(err)
 	}
 	cfg, err := config.Load(env)
 	if err != nil {

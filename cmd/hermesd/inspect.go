@@ -56,7 +56,7 @@ func sessions(ctx context.Context, args []string, w io.Writer, env func(string) 
 	search := fs.String("search", "", "only sessions whose key contains this")
 	limit := fs.Int("limit", 50, "how many to show")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return flagError(err)
 	}
 	var page sessionsPage
 	q := url.Values{"search": {*search}, "limit": {fmt.Sprint(*limit)}}

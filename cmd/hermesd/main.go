@@ -35,6 +35,15 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg + " (try: hermesd help)" }
 
+// flagError makes a flag-parsing failure a usage error (exit 2); -h stays
+// flag.ErrHelp. The flag package has already printed what was wrong.
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return usageError{err.Error()}
+}
+
 func exitCode(err error) int {
 	var u usageError
 	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {

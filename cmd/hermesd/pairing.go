@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -31,6 +32,13 @@ func pairing(ctx context.Context, args []string, w io.Writer, env func(string) (
 	if p != messages.Telegram && p != messages.Discord {
 		return usageError{fmt.Sprintf("unknown platform %q\n%s", p, pairingUsage)}
 	}
+	// Check the command line before touching the database, so a typo
+	// cannot create HERMES_HOME/hermesd.db.
+	switch {
+	case verb == "list" && len(args) == 2, (verb == "approve" || verb == "revoke") && len(args) == 3:
+	default:
+		return usageError{pairingUsage}
+	}
 	cfg, err := config.Load(env)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
@@ -41,6 +49,7 @@ func pairing(ctx context.Context, args []string, w io.Writer, env func(string) (
 	}
 	defer st.Close()
 	g := access.New(st, map[messages.Platform][]string{messages.Telegram: cfg.TelegramAllowed, messages.Discord: cfg.DiscordAllowed})
+	g.Log = slog.New(slog.DiscardHandler) // failures are returned and printed once, by main
 	switch verb {
 	case "approve":
 		if len(args) != 3 {

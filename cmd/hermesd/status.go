@@ -59,7 +59,7 @@ func status(ctx context.Context, args []string, w io.Writer, env func(string) (s
 	fs.Usage = func() { fmt.Fprint(fs.Output(), statusUsage) }
 	nErrors := fs.Int("errors", 10, "how many recent warnings and errors to show")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("status takes no arguments, got %q", fs.Args())}
@@ -168,7 +168,7 @@ func tree(ctx context.Context, args []string, w io.Writer, env func(string) (str
 	limit := fs.Int("limit", 50, "how many sessions to show")
 	offset := fs.Int("offset", 0, "how many sessions to skip")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return flagError(err)
 	}
 	if fs.NArg() > 1 {
 		return usageError{"tree takes at most one session key"}
