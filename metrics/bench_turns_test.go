@@ -11,10 +11,9 @@ package metrics_test
 import (
 	"context"
 	"fmt"
+	"github.com/hermesd/hermesd/actors/actorstest"
 	"slices"
-	"sort"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,51 +21,11 @@ import (
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/inspect"
-	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/metrics"
-	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
 )
 
-// turnAdapter is a web platform that wakes whoever waits for the last reply
-// to a message id, and keeps nothing else.
-type turnAdapter struct {
-	waiters sync.Map // message id → chan struct{}
-}
-
-func (w *turnAdapter) Capabilities() platforms.Capabilities {
-	return platforms.Capabilities{Platform: messages.Web, VoiceFormat: messages.FormatMP3}
-}
-
-func (w *turnAdapter) Run(ctx context.Context, _ platforms.Inbound) error { <-ctx.Done(); return nil }
-
-func (w *turnAdapter) Send(_ context.Context, _ messages.Session, d *messages.Delivery) (*messages.DeliveryReceipt, error) {
-	if d.GetLast() {
-		for _, id := range d.GetAnswers() {
-			if ch, ok := w.waiters.LoadAndDelete(id); ok {
-				close(ch.(chan struct{}))
-			}
-		}
-	}
-	return &messages.DeliveryReceipt{}, nil
-}
-
-func (w *turnAdapter) expect(id string) chan struct{} {
-	ch := make(chan struct{})
-	w.waiters.Store(id, ch)
-	return ch
-}
-
-type instantModel struct{}
-
-var instantReply = model.Response{Message: model.Message{Role: "assistant", Content: "ok"}}
-
-func (instantModel) Complete(context.Context, model.Request) (model.Response, error) {
-	return instantReply, nil
-}
-
-// observeLike is daemon/observe.go's instrument: per kind, the options of
-// the tree (if any) and of the metrics, built once, applied in one Clone.
+// observeLike instruments Props as daemon/observe.go does.
 func observeLike(m *metrics.Metrics, tree *inspect.Tree) func(kind string, p *actor.Props) *actor.Props {
 	var mu sync.Mutex
 	byKind := make(map[string][]actor.PropsOption)
@@ -87,14 +46,14 @@ func observeLike(m *metrics.Metrics, tree *inspect.Tree) func(kind string, p *ac
 
 // startTurnBench starts a runtime over in-memory persistence, with the
 // metrics (and the tree) wired when given.
-func startTurnBench(b *testing.B, m *metrics.Metrics, tree *inspect.Tree) (*actors.Runtime, *turnAdapter) {
+func startTurnBench(b *testing.B, m *metrics.Metrics, tree *inspect.Tree) (*actors.Runtime, *actorstest.WaitAdapter) {
 	b.Helper()
 	cfg := actors.DefaultConfig()
 	cfg.SweepInterval = 0
 	cfg.TypingRefresh = time.Hour
 	cfg.ReviewEvery, cfg.SweepEvery, cfg.SweepOnIdle = 0, 0, false
-	w := &turnAdapter{}
-	deps := actors.Deps{Persist: actors.NewMemory(), Model: instantModel{}, Adapters: []platforms.Adapter{w}}
+	w := &actorstest.WaitAdapter{}
+	deps := actors.Deps{Persist: actors.NewMemory(), Model: actorstest.InstantModel{}, Adapters: []platforms.Adapter{w}}
 	if m != nil {
 		deps.Observer = m
 		deps.Instrument = observeLike(m, tree)
@@ -109,48 +68,6 @@ func startTurnBench(b *testing.B, m *metrics.Metrics, tree *inspect.Tree) (*acto
 		_ = rt.Shutdown(ctx, 0)
 	})
 	return rt, w
-}
-
-// turnsClosedLoop runs total turns over `sessions` sessions, each sending
-// its next message when the previous reply arrived, and returns the
-// per-turn latencies.
-func turnsClosedLoop(b *testing.B, rt *actors.Runtime, w *turnAdapter, sessions, total int, prefix string) []time.Duration {
-	b.Helper()
-	per := max(total/sessions, 1)
-	lat := make([][]time.Duration, sessions)
-	var wg sync.WaitGroup
-	for i := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := messages.MustSession(messages.Web, messages.DM, fmt.Sprintf("%s%d", prefix, i), "", "").Key()
-			for j := range per {
-				id := fmt.Sprintf("%s%d-%d", prefix, i, j)
-				done := w.expect(id)
-				t0 := time.Now()
-				if err := rt.Receive(context.Background(), &messages.UserMessage{SessionKey: key, MessageId: id, Text: "hi"}); err != nil {
-					b.Error(err)
-					return
-				}
-				<-done
-				lat[i] = append(lat[i], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	return all
-}
-
-func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[int(float64(len(d)-1)*p)]
 }
 
 // BenchmarkTurnsObserved measures turns per second with 1,000 sessions in a
@@ -186,29 +103,17 @@ func BenchmarkTurnsObserved(b *testing.B) {
 				b.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 			}
 			rt, w := startTurnBench(b, m, tree)
-			turnsClosedLoop(b, rt, w, 100, 1000, "warm") // warm up
+			actorstest.ClosedLoop(b, rt, w, 100, 1000, "warm") // warm up
 			b.ReportAllocs()
 			b.ResetTimer()
-			start, cpu0 := time.Now(), cpuTime(b)
-			lat := turnsClosedLoop(b, rt, w, 1000, max(b.N, 1000), fmt.Sprintf("r%d-", b.N))
-			el, cpu := time.Since(start), cpuTime(b)-cpu0
+			start, cpu0 := time.Now(), actorstest.CPUTime(b)
+			lat := actorstest.ClosedLoop(b, rt, w, 1000, max(b.N, 1000), fmt.Sprintf("r%d-", b.N))
+			el, cpu := time.Since(start), actorstest.CPUTime(b)-cpu0
 			b.StopTimer()
 			b.ReportMetric(float64(len(lat))/el.Seconds(), "turns/s")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/turn")
-			b.ReportMetric(float64(percentile(lat, 0.5).Microseconds()), "p50-µs")
-			b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+			b.ReportMetric(float64(actorstest.Percentile(lat, 0.5).Microseconds()), "p50-µs")
+			b.ReportMetric(float64(actorstest.Percentile(lat, 0.99).Microseconds()), "p99-µs")
 		})
 	}
-}
-
-// cpuTime is the CPU time (user + system) this process has used so far, all
-// threads and the GC included. The box the benchmarks run on is shared, so
-// wall-clock rates vary with the neighbours' load; CPU per turn does not.
-func cpuTime(tb testing.TB) time.Duration {
-	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,0 +1,111 @@
+// Package actorstest holds what benchmarks of the actor runtime share
+// across packages (daemon's SQLite figures, metrics' cost of metrics): a
+// platform that wakes whoever waits for a reply, an instant model, and the
+// closed-loop turn driver. The runtime's own benchmarks in package actors
+// cannot import it (it imports actors) and keep equivalents of their own.
+package actorstest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/model"
+	"github.com/hermesd/hermesd/platforms"
+)
+
+// WaitAdapter is a web platform that wakes whoever waits for the last
+// reply to a message id, and keeps nothing else.
+type WaitAdapter struct {
+	waiters sync.Map // message id → chan struct{}
+}
+
+var _ platforms.Adapter = (*WaitAdapter)(nil)
+
+// Capabilities implements platforms.Adapter.
+func (w *WaitAdapter) Capabilities() platforms.Capabilities {
+	return platforms.Capabilities{Platform: messages.Web, VoiceFormat: messages.FormatMP3}
+}
+
+// Run implements platforms.Adapter.
+func (w *WaitAdapter) Run(ctx context.Context, _ platforms.Inbound) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Send implements platforms.Adapter.
+func (w *WaitAdapter) Send(_ context.Context, _ messages.Session, d *messages.Delivery) (*messages.DeliveryReceipt, error) {
+	if d.GetLast() {
+		for _, id := range d.GetAnswers() {
+			if ch, ok := w.waiters.LoadAndDelete(id); ok {
+				close(ch.(chan struct{}))
+			}
+		}
+	}
+	return &messages.DeliveryReceipt{}, nil
+}
+
+// Expect returns a channel closed when the last reply to message id leaves.
+func (w *WaitAdapter) Expect(id string) <-chan struct{} {
+	ch := make(chan struct{})
+	w.waiters.Store(id, ch)
+	return ch
+}
+
+// InstantModel answers "ok" at once: what is left is the runtime's cost.
+type InstantModel struct{}
+
+var instantReply = model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "ok"}}
+
+// Complete implements model.Completer.
+func (InstantModel) Complete(context.Context, model.Request) (model.Response, error) {
+	return instantReply, nil
+}
+
+// ClosedLoop runs total turns over sessions web sessions, each sending its
+// next message when the reply to the previous one arrived, and returns
+// every turn's latency from Receive to its last reply.
+func ClosedLoop(tb testing.TB, rt *actors.Runtime, w *WaitAdapter, sessions, total int, prefix string) []time.Duration {
+	tb.Helper()
+	per := max(total/sessions, 1)
+	lat := make([][]time.Duration, sessions)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := messages.MustSession(messages.Web, messages.DM, fmt.Sprintf("%s%d", prefix, i), "", "").Key()
+			for j := range per {
+				id := fmt.Sprintf("%s%d-%d", prefix, i, j)
+				done := w.Expect(id)
+				t0 := time.Now()
+				if err := rt.Receive(context.Background(), &messages.UserMessage{SessionKey: key, MessageId: id, Text: "hi"}); err != nil {
+					tb.Error(err)
+					return
+				}
+				<-done
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	return all
+}
+
+// Percentile returns the p-quantile (0–1) of d, sorting d in place.
+func Percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[int(float64(len(d)-1)*p)]
+}
