@@ -176,7 +176,7 @@ func (a *session) status() string {
 	if len(a.bg) > 0 {
 		fmt.Fprintf(&b, "Background tasks: %d\n", len(a.bg))
 	}
-	fmt.Fprintf(&b, "Messages in context: %d; turns: %d\n", len(a.history), a.turns)
+	fmt.Fprintf(&b, "Messages in context: %d\n", len(a.history))
 	fmt.Fprintf(&b, "Voice mode: %s; busy policy: %s", a.voice, a.busy)
 	return b.String()
 }
