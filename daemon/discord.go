@@ -3,6 +3,8 @@ package daemon
 import (
 	"fmt"
 
+	"github.com/hermesd/hermesd/messages"
+
 	"github.com/hermesd/hermesd/access"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/discord"
@@ -15,6 +17,7 @@ func (d *Daemon) discordAdapter(gate *access.Gate, tr *stt.Client) ([]platforms.
 		return nil, nil
 	}
 	deps := discord.Deps{Gate: gate, Log: d.log.With("platform", "discord"), Dedup: d.store}
+	deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Discord)
 	if tr != nil {
 		deps.Transcriber = tr
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hermesd/hermesd/access"
 	"github.com/hermesd/hermesd/messages"
@@ -32,6 +33,7 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 		tc.WebhookURL, tc.WebhookSecret, tc.WebhookListen = cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret, cfg.TelegramWebhookListen
 		tc.RateLimit = cfg.TelegramRateLimit
 		deps := telegram.Deps{Gate: gate, Log: d.log.With("platform", "telegram"), Store: d.store}
+		deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Telegram)
 		if tr != nil {
 			deps.Transcriber = tr
 		}
@@ -47,4 +49,18 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 		return nil, err
 	}
 	return append(out, ds...), nil
+}
+
+// apiHooks are an adapter's metrics hooks for failed API calls and 429s;
+// the metrics are built after the adapters, so they are looked up per call.
+func (d *Daemon) apiHooks(p messages.Platform) (func(int), func(time.Duration)) {
+	return func(status int) {
+			if m := d.Metrics(); m != nil {
+				m.PlatformAPIError(string(p), status)
+			}
+		}, func(wait time.Duration) {
+			if m := d.Metrics(); m != nil {
+				m.RateLimited(string(p), wait)
+			}
+		}
 }

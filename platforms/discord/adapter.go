@@ -140,12 +140,17 @@ type Deps struct {
 	Transcriber Transcriber
 	// Dedup is optional; see Dedup.
 	Dedup Dedup
+	// OnAPIError and OnRateLimited, if set, are told about every failed REST
+	// call (status 0: network error) and every 429 (the metrics hooks).
+	OnAPIError    func(status int)
+	OnRateLimited func(retryAfter time.Duration)
 }
 
 // Adapter is the Discord platform adapter. It is safe for concurrent use;
 // Send and Indicate work whether or not Run is running.
 type Adapter struct {
 	cfg            Config
+	deps           Deps // the metrics hooks, read by observe
 	requireMention bool
 	free           map[string]bool
 
@@ -233,6 +238,7 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 	}
 	a := &Adapter{
 		cfg:            cfg,
+		deps:           deps,
 		requireMention: cfg.RequireMention == nil || *cfg.RequireMention,
 		free:           make(map[string]bool, len(cfg.FreeResponseChannels)),
 		gate:           deps.Gate,

@@ -95,6 +95,7 @@ func (a *Adapter) do(ctx context.Context, r request) ([]byte, error) {
 		err = sanitize(r.op, err)
 		var apiErr *APIError
 		isAPI := errors.As(err, &apiErr)
+		a.observe(apiErr, isAPI)
 		if isAPI && !apiErr.Temporary() {
 			return nil, err
 		}
@@ -188,4 +189,19 @@ func errorStatus(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// observe reports a failed call to the metrics hooks, if any.
+func (a *Adapter) observe(apiErr *APIError, isAPI bool) {
+	switch {
+	case isAPI && apiErr.Status == http.StatusTooManyRequests:
+		if a.deps.OnRateLimited != nil {
+			a.deps.OnRateLimited(apiErr.RetryAfter)
+		}
+	case a.deps.OnAPIError == nil:
+	case isAPI:
+		a.deps.OnAPIError(apiErr.Status)
+	default:
+		a.deps.OnAPIError(0) // network error
+	}
 }

@@ -226,6 +226,11 @@ type Deps struct {
 	// Transcriber transcribes inbound voice notes; nil means not configured:
 	// voice notes arrive as an attachment with no text.
 	Transcriber Transcriber
+	// OnAPIError and OnRateLimited, if set, are told about every failed Bot
+	// API call (status 0: network error or timeout) and every 429 (the
+	// metrics hooks).
+	OnAPIError    func(status int)
+	OnRateLimited func(retryAfter time.Duration)
 	// HTTPClient carries every call; nil uses a client of the adapter's own.
 	// Its Timeout should be zero: the adapter bounds each call itself.
 	HTTPClient *http.Client
@@ -235,6 +240,7 @@ type Deps struct {
 // for concurrent use, and Run may be called once at a time.
 type Adapter struct {
 	cfg   Config
+	deps  Deps // the metrics hooks, read by observe
 	gate  platforms.Gate
 	log   *slog.Logger
 	store Store
@@ -274,6 +280,7 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 	}
 	a := &Adapter{
 		cfg:   cfg,
+		deps:  deps,
 		gate:  deps.Gate,
 		log:   deps.Log,
 		store: deps.Store,

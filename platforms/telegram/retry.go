@@ -111,6 +111,7 @@ func (a *Adapter) attempt(ctx context.Context, slot *chatSlot, key, method strin
 			return nil
 		}
 		kind, wait := classify(ctx, err)
+		a.observe(kind, wait, err)
 		switch kind {
 		case failRateLimited:
 			if rateLimited++; rateLimited > maxRateLimitRetries {
@@ -173,5 +174,31 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// observe reports a failed call to the metrics hooks, if any.
+func (a *Adapter) observe(kind failure, wait time.Duration, err error) {
+	switch kind {
+	case failCanceled:
+	case failRateLimited:
+		if a.deps.OnRateLimited != nil {
+			a.deps.OnRateLimited(wait)
+		}
+	default:
+		if a.deps.OnAPIError == nil {
+			return
+		}
+		status := 0 // network error or timeout
+		var se *serverError
+		switch {
+		case errors.As(err, &se):
+			status = se.status
+		case kind == failBlocked || kind == failForbidden:
+			status = 403
+		case kind == failBadRequest:
+			status = 400
+		}
+		a.deps.OnAPIError(status)
 	}
 }
