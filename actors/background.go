@@ -106,7 +106,7 @@ func (a *session) handleStartBackground(c actor.Context, m *startBackground) {
 	default: // background prompt, cron run: a full turn whose answer is delivered
 		t.persist = true
 	}
-	t.inputs = []*messages.UserMessage{{SessionKey: a.s.Key(), Text: prompt}}
+	t.inputs = []*messages.UserMessage{{Text: prompt}}
 	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("%s-%d", m.kind, a.turnSeq))
 	if err != nil {
 		cancel()

@@ -212,3 +212,26 @@ func TestStop_CancelsBackgroundChildren(t *testing.T) {
 }
 
 var _ platforms.Adapter = (*recorder)(nil)
+
+// TestBackgroundTurn_KnowsItsPlatformFromItsBinding: a cron run's input
+// carries no session key; what the model is told about where it talks
+// comes from the turn's binding.
+func TestBackgroundTurn_KnowsItsPlatformFromItsBinding(t *testing.T) {
+	sys := make(chan string, 1)
+	m := modelFunc(func(ctx context.Context, req model.Request) (model.Response, error) {
+		select {
+		case sys <- req.Messages[0].Content:
+		default:
+		}
+		return model.Response{Message: model.Message{Content: "ok"}}, nil
+	})
+	tg := newRecorder(messages.Telegram)
+	h := startWith(t, m, testConfig(), withTelegram(tg))
+	s := messages.MustSession(messages.Telegram, messages.Topic, "-100", "7", "")
+	if err := h.rt.Fire(&messages.ScheduledFire{SessionKey: s.Key(), JobId: "j", Prompt: "tick"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-sys; !strings.Contains(got, "You are talking on telegram (topic chat).") {
+		t.Fatalf("system prompt %q does not name the turn's platform", got)
+	}
+}

@@ -57,7 +57,7 @@ func (m *Memory) LoadSession(_ context.Context, s messages.Session, limit int) (
 	}
 	st.History = append([]model.Message(nil), h[:cut]...)
 	for i := cut; i < len(h); i++ {
-		st.Pending = append(st.Pending, &messages.UserMessage{SessionKey: s.Key(), MessageId: ids[i], Text: h[i].Content})
+		st.Pending = append(st.Pending, &messages.UserMessage{MessageId: ids[i], Text: h[i].Content})
 	}
 	return st, nil
 }

@@ -437,18 +437,14 @@ func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, t *turn, 
 }
 
 // systemPrompt is the configured prompt plus what the model should know
-// about where it is talking.
-func (rt *Runtime) systemPrompt(in []*messages.UserMessage, instructions string) string {
+// about where it is talking — from the turn's own binding, never from a
+// field of a message.
+func (rt *Runtime) systemPrompt(s messages.Session, instructions string) string {
 	p := rt.cfg.SystemPrompt
 	if instructions != "" {
 		p += "\n\n" + instructions
 	}
-	if len(in) > 0 {
-		if s, err := messages.ParseKey(in[0].GetSessionKey()); err == nil {
-			p += fmt.Sprintf("\nYou are talking on %s (%s chat).", s.Platform(), s.Kind())
-		}
-	}
-	return p
+	return p + fmt.Sprintf("\nYou are talking on %s (%s chat).", s.Platform(), s.Kind())
 }
 
 // counting wraps an Observer and keeps the running-turn count shutdown needs.

@@ -85,8 +85,9 @@ func (t *turn) Receive(c actor.Context) {
 }
 
 func (t *turn) begin(c actor.Context) {
+	s, _ := sessionOf(c) // bound by construction: the turn's parent is its session
 	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
-	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(t.inputs, t.instructions)})
+	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(s, t.instructions)})
 	t.convo = append(t.convo, t.history...)
 	for _, in := range t.inputs {
 		t.convo = append(t.convo, userContent(in))

@@ -49,7 +49,7 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 		st.History = append(st.History, mm)
 	}
 	for _, m := range hist[cut:] {
-		st.Pending = append(st.Pending, &messages.UserMessage{SessionKey: key, MessageId: m.PlatformMessageID, Text: m.Content, ReceivedUnixMs: m.Created.UnixMilli()})
+		st.Pending = append(st.Pending, &messages.UserMessage{MessageId: m.PlatformMessageID, Text: m.Content, ReceivedUnixMs: m.Created.UnixMilli()})
 	}
 	return st, nil
 }
