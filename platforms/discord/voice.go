@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"log/slog"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/tts"
 )
 
 // Discord voice messages (flag IS_VOICE_MESSAGE): exactly one Ogg/Opus
@@ -22,7 +22,6 @@ const (
 	voiceFlag     = int(discordgo.MessageFlagsIsVoiceMessage)
 	voiceFilename = "voice-message.ogg"
 	waveformLen   = 256
-	opusRate      = 48000
 )
 
 // errAudioTooLarge marks audio over MaxVoiceBytes, refused before upload.
@@ -168,52 +167,19 @@ func fallbackNotice(reason error) string {
 	return "(This channel does not allow voice messages or audio files, so the voice reply could not be sent.)"
 }
 
-// isOggOpus reports whether b starts an Ogg stream whose first packet is an
-// Opus identification header: "OggS" and then "OpusHead". Anything else is
-// not sent as a voice message.
-func isOggOpus(b []byte) bool {
-	if len(b) < 27 || !bytes.Equal(b[:4], []byte("OggS")) || b[4] != 0 || b[5]&0x02 == 0 {
-		return false // not Ogg, or the first page is not a beginning of stream
-	}
-	start := 27 + int(b[26])
-	return len(b) >= start+19 && bytes.Equal(b[start:start+8], []byte("OpusHead"))
-}
+// isOggOpus reports whether b is an Ogg/Opus stream (tts.Sniff: a valid,
+// CRC-checked first page holding an OpusHead). Anything else is not sent as
+// a voice message.
+func isOggOpus(b []byte) bool { return tts.Sniff(b) == tts.ContainerOggOpus }
 
-// oggDuration is the length of an Ogg/Opus stream in seconds, from its
-// last granule position minus the pre-skip, walking real page headers (an
-// "OggS" inside a payload is not a page). 0 when it cannot tell.
+// oggDuration is the length of an Ogg/Opus stream in seconds (last granule
+// less the pre-skip); 0 when it cannot tell.
 func oggDuration(b []byte) float64 {
-	preSkip, last := int64(-1), int64(-1)
-	for off := 0; off+27 <= len(b); {
-		if !bytes.Equal(b[off:off+4], []byte("OggS")) {
-			break
-		}
-		nsegs := int(b[off+26])
-		start := off + 27 + nsegs
-		if start > len(b) {
-			break
-		}
-		size := 0
-		for _, s := range b[off+27 : start] {
-			size += int(s)
-		}
-		if start+size > len(b) {
-			break
-		}
-		granule := int64(binary.LittleEndian.Uint64(b[off+6:]))
-		payload := b[start : start+size]
-		switch {
-		case preSkip < 0 && len(payload) >= 19 && bytes.Equal(payload[:8], []byte("OpusHead")):
-			preSkip = int64(binary.LittleEndian.Uint16(payload[10:]))
-		case granule >= 0:
-			last = granule
-		}
-		off = start + size
-	}
-	if preSkip < 0 || last <= preSkip {
+	d, err := tts.OggOpusDuration(b)
+	if err != nil {
 		return 0
 	}
-	return float64(last-preSkip) / opusRate
+	return d.Seconds()
 }
 
 // waveform returns at most 256 samples for the voice bubble: the delivery's

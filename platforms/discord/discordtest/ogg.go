@@ -23,10 +23,11 @@ var silentPacket = [...]byte{0xF8, 0xFF, 0xFE}
 // pages with correct granule positions and CRCs. Tests use it as a TTS
 // result or as an inbound voice message.
 func OggOpus(d time.Duration) []byte {
-	packets := int(d / (20 * time.Millisecond))
-	if packets < 1 {
-		packets = 1
-	}
+	// The packets must hold the pre-skip and then d of audio; the last
+	// granule says where the audio ends (RFC 7845 §4), trimming the rest.
+	audio := max(int64(d.Seconds()*opusRate), samplesPer20ms)
+	total := int64(fixturePreSkip) + audio
+	packets := int((total + samplesPer20ms - 1) / samplesPer20ms)
 	const serial = 0x48524d53
 	var out []byte
 	seq := uint32(0)
@@ -50,7 +51,6 @@ func OggOpus(d time.Duration) []byte {
 	copy(tags[12:], vendor)
 	page(0, 0, [][]byte{tags})
 
-	granule := int64(fixturePreSkip)
 	for sent := 0; sent < packets; {
 		n := min(packetsPerPage, packets-sent)
 		pkts := make([][]byte, n)
@@ -58,10 +58,10 @@ func OggOpus(d time.Duration) []byte {
 			pkts[i] = silentPacket[:]
 		}
 		sent += n
-		granule += int64(n * samplesPer20ms)
+		granule := int64(sent * samplesPer20ms)
 		var ht byte
 		if sent == packets {
-			ht = 0x04 // end of stream
+			ht, granule = 0x04, total // end of stream, trimmed to the real length
 		}
 		page(ht, granule, pkts)
 	}
