@@ -16,11 +16,11 @@ type SessionInfo struct {
 	Passivating bool      `json:"passivating,omitempty"`
 }
 
-// listSessions asks the router for live sessions whose key contains Search,
-// sorted by key, Offset/Limit applied; Respond carries a *SessionList.
+// listSessions asks a router shard for its live sessions whose key
+// contains Search; Respond carries a *SessionList. Runtime.Sessions merges
+// the shards and pages the result.
 type listSessions struct {
-	Search        string
-	Offset, Limit int
+	Search string
 }
 
 // SessionList is a page of live sessions.
@@ -30,27 +30,15 @@ type SessionList struct {
 }
 
 func (r *router) list(q *listSessions) *SessionList {
-	keys := make([]string, 0, len(r.sessions))
-	for k := range r.sessions {
-		if q.Search == "" || strings.Contains(k, q.Search) {
-			keys = append(keys, k)
+	out := &SessionList{}
+	for k, e := range r.sessions {
+		if q.Search != "" && !strings.Contains(k, q.Search) {
+			continue
 		}
-	}
-	sort.Strings(keys)
-	out := &SessionList{Total: len(keys)}
-	if q.Offset < len(keys) {
-		keys = keys[q.Offset:]
-	} else {
-		keys = nil
-	}
-	if q.Limit > 0 && len(keys) > q.Limit {
-		keys = keys[:q.Limit]
-	}
-	for _, k := range keys {
-		e := r.sessions[k]
 		platform, _, _ := strings.Cut(k, ":")
 		out.Sessions = append(out.Sessions, SessionInfo{Key: k, Platform: platform, LastActive: time.Unix(0, e.last), Passivating: e.stopping})
 	}
+	out.Total = len(out.Sessions)
 	return out
 }
 

@@ -22,7 +22,6 @@ type memSession struct {
 	busy       BusyPolicy
 	history    []model.Message
 	ids        []string // message id of each history entry ("" for turn output)
-	turns      int64
 	deliveries int
 }
 
@@ -46,7 +45,7 @@ func (m *Memory) LoadSession(_ context.Context, s messages.Session, limit int) (
 	if !ok {
 		return SessionState{Voice: VoiceOn, Busy: Interrupt}, nil
 	}
-	st := SessionState{Voice: ms.voice, Busy: ms.busy, Turns: ms.turns}
+	st := SessionState{Voice: ms.voice, Busy: ms.busy}
 	h, ids := ms.history, ms.ids
 	if limit > 0 && len(h) > limit {
 		h, ids = h[len(h)-limit:], ids[len(ids)-limit:]
@@ -82,7 +81,6 @@ func (m *Memory) AppendTurn(_ context.Context, s messages.Session, msgs []model.
 	ms := m.get(s)
 	ms.history = append(ms.history, msgs...)
 	ms.ids = append(ms.ids, make([]string, len(msgs))...)
-	ms.turns++
 	return nil
 }
 

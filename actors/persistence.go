@@ -57,8 +57,6 @@ type SessionState struct {
 	// to the session, or that a crash left unanswered. The session answers
 	// each exactly once.
 	Pending []*messages.UserMessage
-	// Turns counts the session's finished turns (for follow-up schedules).
-	Turns int64
 }
 
 // ErrDuplicate is returned by Persistence.AppendUser for a message the

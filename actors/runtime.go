@@ -201,7 +201,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 	}
 	rt := &Runtime{
 		cfg: cfg, log: d.Log, persist: d.Persist, model: d.Model, tools: d.Tools,
-		guard: d.Guard, obs: counting{d.Observer, nil},
+		guard:      d.Guard,
 		adapters:   make(map[messages.Platform]platforms.Adapter),
 		outboxes:   make(map[messages.Platform]*actor.PID),
 		instrument: d.Instrument, promptContext: d.PromptContext,

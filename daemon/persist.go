@@ -27,7 +27,7 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load history %s: %w", key, err)
 	}
-	st := actors.SessionState{Voice: actors.VoiceMode(rec.VoiceMode), Busy: actors.BusyPolicy(rec.BusyPolicy), Turns: rec.Turns}
+	st := actors.SessionState{Voice: actors.VoiceMode(rec.VoiceMode), Busy: actors.BusyPolicy(rec.BusyPolicy)}
 	cut := len(hist)
 	for cut > 0 && hist[cut-1].Role == store.User {
 		cut--
