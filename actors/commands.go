@@ -147,16 +147,28 @@ func describeVoice(v VoiceMode) string {
 }
 
 // saveSettings persists voice mode and busy policy off the actor goroutine.
+// One save is in flight at a time: two quick /voice changes must not commit
+// in the wrong order, so a change made meanwhile is saved when the first
+// save is done, with the values current then.
 func (a *session) saveSettings(c actor.Context) {
-	s, v, b, p, log := a.s, a.voice, a.busy, a.rt.persist, a.logger()
-	timeout := a.rt.cfg.StoreTimeout
+	if a.saving {
+		a.saveAgain = true
+		return
+	}
+	a.saving = true
+	s, v, b, p, timeout := a.s, a.voice, a.busy, a.rt.persist, a.rt.cfg.StoreTimeout
 	await(c, timeout, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		return nil, p.SaveSettings(ctx, s, v, b)
 	}, func(_ any, err error) {
+		a.saving = false
 		if err != nil {
-			log.Error("save session settings", "err", err)
+			a.logger().Error("save session settings", "err", err)
+		}
+		if a.saveAgain {
+			a.saveAgain = false
+			a.saveSettings(c)
 		}
 	})
 }

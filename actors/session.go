@@ -32,7 +32,6 @@ type session struct {
 	voice   VoiceMode
 	busy    BusyPolicy
 	history []model.Message
-	turns   int64
 	handled uint64 // routed messages handled, for passivation
 	// waiting holds messages that arrived before the state was loaded.
 	waiting []*messages.UserMessage
@@ -43,6 +42,9 @@ type session struct {
 	absorbed map[string]bool
 	// resume is set by resumeSession until the state is loaded.
 	resume bool
+	// saving is set while settings are written; saveAgain when they changed
+	// meanwhile.
+	saving, saveAgain bool
 	// speaking is set while an auto-voice reply is synthesized; replies
 	// delivered meanwhile wait in held, so the conversation's order holds.
 	// speakGen tells a cancelled synthesis from the current one.
@@ -198,7 +200,6 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 		st := m.state
 		a.history = slices.Clip(st.History)
 		a.pending = st.Pending
-		a.turns = st.Turns
 		if st.Voice != "" {
 			a.voice = st.Voice
 		}
@@ -403,7 +404,6 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 		a.history = slices.Clip(slices.Clone(a.history[len(a.history)-n:]))
 	}
 	a.history = slices.Clip(a.history)
-	a.turns++
 
 	ids := answers(t.inputs)
 	wantVoice := !m.failed && !t.spoke && a.speaks(t.voiceIn) && strings.TrimSpace(m.reply) != ""

@@ -343,3 +343,29 @@ func TestRouter_PassivatesIdleSessionsAndRestoresThem(t *testing.T) {
 		t.Fatalf("after reactivation the model saw %d messages, want 4 (history restored)", n)
 	}
 }
+
+// TestVoiceMode_LastChangeIsTheOneStored: quick successive /voice changes
+// end with the last one persisted, not whichever save committed last.
+func TestVoiceMode_LastChangeIsTheOneStored(t *testing.T) {
+	h := startRuntime(t, echoModel(), testConfig())
+	s := webSession("flip")
+	modes := []string{"off", "tts", "on", "off", "tts"}
+	for i, m := range modes {
+		h.send(t, s, fmt.Sprint("v", i), "/voice "+m)
+	}
+	h.rec.waitFor(t, "all acks", lastFor(fmt.Sprint("v", len(modes)-1)))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := h.persist.LoadSession(context.Background(), s, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Voice == VoiceAlways {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored voice mode %q, want the last one set (tts)", st.Voice)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
