@@ -39,6 +39,7 @@ type bgTurn struct {
 	pid    *actor.PID
 	cancel context.CancelFunc
 	kind   string
+	spoke  bool // it already delivered speech: no auto-voice for its answer
 }
 
 const (
@@ -144,9 +145,7 @@ func (a *session) handleBackgroundDone(c actor.Context, b *bgTurn, m *turnDone) 
 			return
 		}
 	}
-	spoke := a.bgSpoke[m.turn]
-	delete(a.bgSpoke, m.turn)
-	wantVoice := !m.failed && !spoke && a.voice == VoiceAlways && (b.kind == kindCron || b.kind == string(tools.BackgroundPrompt))
+	wantVoice := !m.failed && !b.spoke && a.voice == VoiceAlways && (b.kind == kindCron || b.kind == string(tools.BackgroundPrompt))
 	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: text, Last: !wantVoice, Origin: b.kind})
 	if wantVoice {
 		a.speak(c, text, nil, "")
@@ -162,7 +161,6 @@ func (a *session) cancelBackground(c actor.Context) {
 		}
 		delete(a.bg, id)
 	}
-	a.bgSpoke = nil
 }
 
 // afterTurn starts the periodic follow-ups: a skill review every

@@ -28,7 +28,18 @@ type session struct {
 	rt *Runtime
 	s  messages.Session
 
-	state   sessionLoad
+	state sessionLoad
+	// resume is set by resumeSession until the state is loaded.
+	resume bool
+	// saving is set while settings are written; saveAgain when they changed
+	// meanwhile.
+	saving, saveAgain bool
+	// speaking is set while an auto-voice reply is synthesized; replies
+	// delivered meanwhile wait in held, so the conversation's order holds.
+	// speakGen tells a cancelled synthesis from the current one.
+	speaking bool
+	speakGen uint64
+
 	voice   VoiceMode
 	busy    BusyPolicy
 	history []model.Message
@@ -40,30 +51,17 @@ type session struct {
 	// turn before they arrived, so their arrival starts nothing.
 	pending  []*messages.UserMessage
 	absorbed map[string]bool
-	// resume is set by resumeSession until the state is loaded.
-	resume bool
-	// saving is set while settings are written; saveAgain when they changed
-	// meanwhile.
-	saving, saveAgain bool
-	// speaking is set while an auto-voice reply is synthesized; replies
-	// delivered meanwhile wait in held, so the conversation's order holds.
-	// speakGen tells a cancelled synthesis from the current one.
-	speaking bool
-	speakGen uint64
 	held     []*messages.Delivery
 	queued   []*messages.UserMessage
 
 	turnSeq uint64
 	turn    *runningTurn
 	// bg are the session's background children (reviews, sweeps, cron
-	// runs, /background); bgSpoke marks those that already spoke.
+	// runs, /background).
 	bg          map[uint64]*bgTurn
-	bgSpoke     map[uint64]bool
 	sinceReview int
 	sinceSweep  int
 	seq         uint64 // delivery sequence
-	// lastActive is when the session last did anything a user would notice.
-	lastActive time.Time
 }
 
 type sessionLoad uint8
@@ -149,7 +147,6 @@ func (a *session) started(c actor.Context) {
 	}
 	a.s = s
 	a.voice, a.busy = VoiceOn, a.rt.cfg.DefaultBusy
-	a.lastActive = time.Now()
 	a.rt.obs.SessionStarted(s)
 	a.load(c)
 }
@@ -232,7 +229,6 @@ func (a *session) idle(c actor.Context) bool {
 }
 
 func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
-	a.lastActive = time.Now()
 	if a.state != loaded {
 		a.waiting = append(a.waiting, m)
 		return
@@ -512,10 +508,7 @@ func (a *session) handleVoiceReply(c actor.Context, m *voiceReply) {
 		ids = answers(a.turn.inputs)
 		replyTo = lastID(a.turn.inputs)
 	case b != nil:
-		if a.bgSpoke == nil {
-			a.bgSpoke = make(map[uint64]bool)
-		}
-		a.bgSpoke[m.turn] = true
+		b.spoke = true
 		origin = b.kind
 	default:
 		return // from a turn that was cancelled: stay quiet
@@ -535,7 +528,6 @@ func (a *session) deliver(c actor.Context, d *messages.Delivery) {
 	}
 	a.seq++
 	d.Seq = a.seq
-	a.lastActive = time.Now()
 	c.Request(a.rt.outbox(a.s.Platform()), d)
 }
 

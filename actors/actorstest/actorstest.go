@@ -1,8 +1,7 @@
 // Package actorstest holds what benchmarks of the actor runtime share
-// across packages (daemon's SQLite figures, metrics' cost of metrics): a
+// (actors' own, daemon's SQLite figures, metrics' cost of metrics): a
 // platform that wakes whoever waits for a reply, an instant model, and the
-// closed-loop turn driver. The runtime's own benchmarks in package actors
-// cannot import it (it imports actors) and keep equivalents of their own.
+// closed-loop turn driver.
 package actorstest
 
 import (
@@ -10,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +23,11 @@ import (
 // reply to a message id, and keeps nothing else.
 type WaitAdapter struct {
 	waiters sync.Map // message id → chan struct{}
+	sends   atomic.Int64
 }
+
+// Sends returns how many deliveries the adapter has received.
+func (w *WaitAdapter) Sends() int64 { return w.sends.Load() }
 
 var _ platforms.Adapter = (*WaitAdapter)(nil)
 
@@ -40,6 +44,7 @@ func (w *WaitAdapter) Run(ctx context.Context, _ platforms.Inbound) error {
 
 // Send implements platforms.Adapter.
 func (w *WaitAdapter) Send(_ context.Context, _ messages.Session, d *messages.Delivery) (*messages.DeliveryReceipt, error) {
+	w.sends.Add(1)
 	if d.GetLast() {
 		for _, id := range d.GetAnswers() {
 			if ch, ok := w.waiters.LoadAndDelete(id); ok {
