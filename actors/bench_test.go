@@ -52,17 +52,7 @@ func startBench(tb testing.TB, p actors.Persistence, m model.Completer) (*actors
 // in-process model and no persistence, 1,000 sessions in a closed loop.
 func BenchmarkTurns(b *testing.B) {
 	rt, w := startBench(b, actors.NewMemory(), actorstest.InstantModel{})
-	actorstest.ClosedLoop(b, rt, w, 100, 1000, "warm") // warm up
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	lat := actorstest.ClosedLoop(b, rt, w, 1000, max(b.N, 1000), fmt.Sprintf("r%d-", b.N))
-	el := time.Since(start)
-	b.StopTimer()
-	n := len(lat)
-	b.ReportMetric(float64(n)/el.Seconds(), "turns/s")
-	b.ReportMetric(float64(actorstest.Percentile(lat, 0.5).Microseconds()), "p50-µs")
-	b.ReportMetric(float64(actorstest.Percentile(lat, 0.99).Microseconds()), "p99-µs")
+	actorstest.BenchTurns(b, rt, w)
 }
 
 // BenchmarkTurnOverhead measures one session's turn latency with nothing

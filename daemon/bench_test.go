@@ -60,17 +60,7 @@ func startPersistedBench(tb testing.TB) (*actors.Runtime, *actorstest.WaitAdapte
 // closed loop (goal: at least 10,000 turns/s).
 func BenchmarkPersistedTurns(b *testing.B) {
 	rt, w, _ := startPersistedBench(b)
-	actorstest.ClosedLoop(b, rt, w, 100, 1000, "warm") // warm up
-	b.ReportAllocs()
-	b.ResetTimer()
-	start, cpu0 := time.Now(), actorstest.CPUTime(b)
-	lat := actorstest.ClosedLoop(b, rt, w, 1000, max(b.N, 1000), fmt.Sprintf("r%d-", b.N))
-	el, cpu := time.Since(start), actorstest.CPUTime(b)-cpu0
-	b.StopTimer()
-	b.ReportMetric(float64(len(lat))/el.Seconds(), "turns/s")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/turn")
-	b.ReportMetric(float64(actorstest.Percentile(lat, 0.5).Microseconds()), "p50-µs")
-	b.ReportMetric(float64(actorstest.Percentile(lat, 0.99).Microseconds()), "p99-µs")
+	actorstest.BenchTurns(b, rt, w)
 }
 
 // BenchmarkPersistedTurnOverhead is actors.BenchmarkTurnOverhead over

@@ -10,7 +10,6 @@ package metrics_test
 
 import (
 	"context"
-	"fmt"
 	"github.com/hermesd/hermesd/actors/actorstest"
 	"slices"
 	"sync"
@@ -103,17 +102,7 @@ func BenchmarkTurnsObserved(b *testing.B) {
 				b.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 			}
 			rt, w := startTurnBench(b, m, tree)
-			actorstest.ClosedLoop(b, rt, w, 100, 1000, "warm") // warm up
-			b.ReportAllocs()
-			b.ResetTimer()
-			start, cpu0 := time.Now(), actorstest.CPUTime(b)
-			lat := actorstest.ClosedLoop(b, rt, w, 1000, max(b.N, 1000), fmt.Sprintf("r%d-", b.N))
-			el, cpu := time.Since(start), actorstest.CPUTime(b)-cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(len(lat))/el.Seconds(), "turns/s")
-			b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/turn")
-			b.ReportMetric(float64(actorstest.Percentile(lat, 0.5).Microseconds()), "p50-µs")
-			b.ReportMetric(float64(actorstest.Percentile(lat, 0.99).Microseconds()), "p99-µs")
+			actorstest.BenchTurns(b, rt, w)
 		})
 	}
 }

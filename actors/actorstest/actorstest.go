@@ -114,3 +114,20 @@ func Percentile(d []time.Duration, p float64) time.Duration {
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	return d[int(float64(len(d)-1)*p)]
 }
+
+// BenchTurns is the 1,000-session closed-loop turn benchmark: it warms up,
+// runs max(b.N, 1000) turns and reports turns/s, CPU per turn and the
+// p50/p99 latency.
+func BenchTurns(b *testing.B, rt *actors.Runtime, w *WaitAdapter) {
+	ClosedLoop(b, rt, w, 100, 1000, "warm")
+	b.ReportAllocs()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), CPUTime(b)
+	lat := ClosedLoop(b, rt, w, 1000, max(b.N, 1000), fmt.Sprintf("r%d-", b.N))
+	el, cpu := time.Since(start), CPUTime(b)-cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(len(lat))/el.Seconds(), "turns/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/turn")
+	b.ReportMetric(float64(Percentile(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(Percentile(lat, 0.99).Microseconds()), "p99-µs")
+}
