@@ -145,7 +145,7 @@ func (a *session) handleBackgroundDone(c actor.Context, b *bgTurn, m *turnDone) 
 			return
 		}
 	}
-	wantVoice := !m.failed && !b.spoke && a.voice == VoiceAlways && (b.kind == kindCron || b.kind == string(tools.BackgroundPrompt))
+	wantVoice := !m.failed && !b.spoke && a.voice == messages.VoiceTTS && (b.kind == kindCron || b.kind == string(tools.BackgroundPrompt))
 	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: text, Last: !wantVoice, Origin: b.kind})
 	if wantVoice {
 		a.speak(c, text, nil, "")

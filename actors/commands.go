@@ -120,11 +120,11 @@ func (a *session) stop(c actor.Context, m *messages.UserMessage) {
 func (a *session) voiceCommand(c actor.Context, m *messages.UserMessage, arg string) {
 	switch strings.ToLower(arg) {
 	case "on":
-		a.voice = VoiceOn
+		a.voice = messages.VoiceOn
 	case "off":
-		a.voice = VoiceOff
+		a.voice = messages.VoiceOff
 	case "tts":
-		a.voice = VoiceAlways
+		a.voice = messages.VoiceTTS
 	case "", "status":
 		a.reply(c, m, "Voice mode: "+describeVoice(a.voice))
 		return
@@ -136,11 +136,11 @@ func (a *session) voiceCommand(c actor.Context, m *messages.UserMessage, arg str
 	a.reply(c, m, "Voice mode: "+describeVoice(a.voice))
 }
 
-func describeVoice(v VoiceMode) string {
+func describeVoice(v messages.VoiceMode) string {
 	switch v {
-	case VoiceOff:
+	case messages.VoiceOff:
 		return "off — I reply in text only."
-	case VoiceAlways:
+	case messages.VoiceTTS:
 		return "tts — I speak every reply."
 	}
 	return "on — I speak my reply when you send a voice message."

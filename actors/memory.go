@@ -18,8 +18,8 @@ type Memory struct {
 }
 
 type memSession struct {
-	voice      VoiceMode
-	busy       BusyPolicy
+	voice      messages.VoiceMode
+	busy       messages.BusyPolicy
 	history    []model.Message
 	ids        []string // message id of each history entry ("" for turn output)
 	deliveries int
@@ -31,7 +31,7 @@ func NewMemory() *Memory { return &Memory{sessions: make(map[messages.Session]*m
 func (m *Memory) get(s messages.Session) *memSession {
 	ms := m.sessions[s]
 	if ms == nil {
-		ms = &memSession{voice: VoiceOn, busy: Interrupt}
+		ms = &memSession{voice: messages.VoiceOn, busy: messages.Interrupt}
 		m.sessions[s] = ms
 	}
 	return ms
@@ -43,7 +43,7 @@ func (m *Memory) LoadSession(_ context.Context, s messages.Session, limit int) (
 	defer m.mu.Unlock()
 	ms, ok := m.sessions[s]
 	if !ok {
-		return SessionState{Voice: VoiceOn, Busy: Interrupt}, nil
+		return SessionState{Voice: messages.VoiceOn, Busy: messages.Interrupt}, nil
 	}
 	st := SessionState{Voice: ms.voice, Busy: ms.busy}
 	h, ids := ms.history, ms.ids
@@ -94,7 +94,7 @@ func (m *Memory) NewConversation(_ context.Context, s messages.Session) error {
 }
 
 // SaveSettings implements Persistence.
-func (m *Memory) SaveSettings(_ context.Context, s messages.Session, voice VoiceMode, busy BusyPolicy) error {
+func (m *Memory) SaveSettings(_ context.Context, s messages.Session, voice messages.VoiceMode, busy messages.BusyPolicy) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.get(s)

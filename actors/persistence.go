@@ -8,48 +8,17 @@ import (
 	"github.com/hermesd/hermesd/model"
 )
 
-// VoiceMode says when replies are spoken.
-type VoiceMode string
-
-// Voice modes, as set by /voice.
-const (
-	// VoiceOn speaks the reply when the user spoke (the default).
-	VoiceOn VoiceMode = "on"
-	// VoiceOff never speaks automatically.
-	VoiceOff VoiceMode = "off"
-	// VoiceAlways speaks every reply (/voice tts).
-	VoiceAlways VoiceMode = "tts"
-)
-
-// BusyPolicy says what a message does to a session whose turn is running.
-type BusyPolicy string
-
-// Busy policies.
-const (
-	// Interrupt cancels the running turn and starts a new one with the
-	// pending messages merged (the default).
-	Interrupt BusyPolicy = "interrupt"
-	// Queue runs the message as its own turn after the running one.
-	Queue BusyPolicy = "queue"
-	// Steer hands the message to the running turn, which shows it to the
-	// model at its next step.
-	Steer BusyPolicy = "steer"
-)
-
-// ParseBusyPolicy validates a policy name.
-func ParseBusyPolicy(s string) (BusyPolicy, bool) {
-	switch p := BusyPolicy(s); p {
-	case Interrupt, Queue, Steer:
-		return p, true
-	}
-	return "", false
+// ParseBusyPolicy validates a policy name as typed after /busy.
+func ParseBusyPolicy(s string) (messages.BusyPolicy, bool) {
+	p := messages.BusyPolicy(s)
+	return p, p.Valid()
 }
 
 // SessionState is what a session loads in its Started: settings and the
 // current conversation's recent history.
 type SessionState struct {
-	Voice VoiceMode
-	Busy  BusyPolicy
+	Voice messages.VoiceMode
+	Busy  messages.BusyPolicy
 	// History is the conversation up to its last answered message.
 	History []model.Message
 	// Pending are the user messages after the last answer, with their ids:
@@ -79,7 +48,7 @@ type Persistence interface {
 	// NewConversation starts a fresh conversation (/new).
 	NewConversation(ctx context.Context, s messages.Session) error
 	// SaveSettings persists voice mode and busy policy.
-	SaveSettings(ctx context.Context, s messages.Session, voice VoiceMode, busy BusyPolicy) error
+	SaveSettings(ctx context.Context, s messages.Session, voice messages.VoiceMode, busy messages.BusyPolicy) error
 	// RecordDelivery notes that a reply left for the platform.
 	RecordDelivery(ctx context.Context, s messages.Session, r *messages.DeliveryReceipt) error
 }

@@ -49,7 +49,7 @@ type Config struct {
 	// QueueLimit bounds messages waiting under the "queue" busy policy.
 	QueueLimit int
 	// DefaultBusy is the busy policy of a new session.
-	DefaultBusy BusyPolicy
+	DefaultBusy messages.BusyPolicy
 	// SystemPrompt starts every model conversation.
 	SystemPrompt string
 	// ModelName is shown by /status.
@@ -87,7 +87,7 @@ func DefaultConfig() Config {
 		TypingRefresh:     4 * time.Second,
 		MaxInboundBytes:   32 << 10,
 		QueueLimit:        20,
-		DefaultBusy:       Interrupt,
+		DefaultBusy:       messages.Interrupt,
 		SystemPrompt:      "You are Hermes, a helpful assistant chatting with people through a messaging app. Be concise. You can call tools; use text_to_speech when the user wants to hear something.",
 		ModelName:         "offline assistant",
 		ReviewEvery:       10,

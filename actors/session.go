@@ -40,8 +40,8 @@ type session struct {
 	speaking bool
 	speakGen uint64
 
-	voice   VoiceMode
-	busy    BusyPolicy
+	voice   messages.VoiceMode
+	busy    messages.BusyPolicy
 	history []model.Message
 	handled uint64 // routed messages handled, for passivation
 	// waiting holds messages that arrived before the state was loaded.
@@ -146,7 +146,7 @@ func (a *session) started(c actor.Context) {
 		return
 	}
 	a.s = s
-	a.voice, a.busy = VoiceOn, a.rt.cfg.DefaultBusy
+	a.voice, a.busy = messages.VoiceOn, a.rt.cfg.DefaultBusy
 	a.rt.obs.SessionStarted(s)
 	a.load(c)
 }
@@ -254,16 +254,16 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 		return
 	}
 	switch a.busy {
-	case Queue:
+	case messages.Queue:
 		if len(a.queued) >= a.rt.cfg.QueueLimit {
 			a.reply(c, m, fmt.Sprintf("⏳ I'm still working and %d messages are already waiting; this one was not queued. Send /stop to cancel.", len(a.queued)))
 			return
 		}
 		a.queued = append(a.queued, m)
-	case Steer:
+	case messages.Steer:
 		a.turn.inputs = append(a.turn.inputs, m)
 		c.Send(a.turn.pid, &steerInput{m})
-	default: // Interrupt
+	default: // messages.Interrupt
 		inputs := append(a.turn.inputs, m)
 		a.cancelTurn(c, "interrupted")
 		a.startTurn(c, inputs)
@@ -365,7 +365,7 @@ func (a *session) handleTyping(c actor.Context, m *typingTick) {
 
 // speaks reports whether the voice mode wants a spoken reply.
 func (a *session) speaks(voiceIn bool) bool {
-	return a.voice == VoiceAlways || a.voice == VoiceOn && voiceIn
+	return a.voice == messages.VoiceTTS || a.voice == messages.VoiceOn && voiceIn
 }
 
 func (a *session) handleTurnDone(c actor.Context, m *turnDone) {

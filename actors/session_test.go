@@ -360,7 +360,7 @@ func TestVoiceMode_LastChangeIsTheOneStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Voice == VoiceAlways {
+		if st.Voice == messages.VoiceTTS {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -22,7 +22,7 @@ func TestVoiceModes_Matrix(t *testing.T) {
 	formats := map[messages.Platform]string{messages.Web: "mp3", messages.Telegram: "ogg/opus", messages.Discord: "ogg/opus"}
 	n := 0
 	for _, p := range []messages.Platform{messages.Telegram, messages.Discord, messages.Web} {
-		for _, mode := range []VoiceMode{VoiceOn, VoiceOff, VoiceAlways} {
+		for _, mode := range []messages.VoiceMode{messages.VoiceOn, messages.VoiceOff, messages.VoiceTTS} {
 			for _, voiceIn := range []bool{false, true} {
 				for _, toolSpeaks := range []bool{false, true} {
 					n++
@@ -51,7 +51,7 @@ func TestVoiceModes_Matrix(t *testing.T) {
 							}
 						}
 						want := 0
-						if toolSpeaks || mode == VoiceAlways || (mode == VoiceOn && voiceIn) {
+						if toolSpeaks || mode == messages.VoiceTTS || (mode == messages.VoiceOn && voiceIn) {
 							want = 1
 						}
 						if len(audio) != want {

@@ -18,6 +18,7 @@ import (
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/telegram"
@@ -100,7 +101,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.HistoryLimit = cfg.HistoryLimit
 	rcfg.MaxToolRounds = cfg.MaxToolRounds
 	rcfg.TurnTimeout = cfg.TurnTimeout
-	rcfg.DefaultBusy = actors.BusyPolicy(cfg.BusyPolicy)
+	rcfg.DefaultBusy = messages.BusyPolicy(cfg.BusyPolicy)
 	rcfg.ModelName = modelName
 	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
 	if cfg.SystemPrompt != "" {

@@ -27,7 +27,7 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load history %s: %w", key, err)
 	}
-	st := actors.SessionState{Voice: actors.VoiceMode(rec.VoiceMode), Busy: actors.BusyPolicy(rec.BusyPolicy)}
+	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy}
 	cut := len(hist)
 	for cut > 0 && hist[cut-1].Role == store.User {
 		cut--
@@ -83,11 +83,11 @@ func (p persistence) NewConversation(ctx context.Context, s messages.Session) er
 	return err
 }
 
-func (p persistence) SaveSettings(ctx context.Context, s messages.Session, v actors.VoiceMode, b actors.BusyPolicy) error {
-	if err := p.st.SetVoiceMode(ctx, s.Key(), store.VoiceMode(v)); err != nil {
+func (p persistence) SaveSettings(ctx context.Context, s messages.Session, v messages.VoiceMode, b messages.BusyPolicy) error {
+	if err := p.st.SetVoiceMode(ctx, s.Key(), v); err != nil {
 		return err
 	}
-	return p.st.SetBusyPolicy(ctx, s.Key(), store.BusyPolicy(b))
+	return p.st.SetBusyPolicy(ctx, s.Key(), b)
 }
 
 func (p persistence) RecordDelivery(ctx context.Context, s messages.Session, r *messages.DeliveryReceipt) error {

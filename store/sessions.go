@@ -10,46 +10,6 @@ import (
 	"github.com/hermesd/hermesd/messages"
 )
 
-// VoiceMode is a session's /voice setting: when replies are spoken.
-type VoiceMode string
-
-// Voice modes.
-const (
-	// VoiceOn answers a voice message with voice, text with text (default).
-	VoiceOn VoiceMode = "on"
-	// VoiceOff always answers with text.
-	VoiceOff VoiceMode = "off"
-	// VoiceTTS speaks every reply.
-	VoiceTTS VoiceMode = "tts"
-)
-
-// Valid reports whether m is a known voice mode.
-func (m VoiceMode) Valid() bool { return m == VoiceOn || m == VoiceOff || m == VoiceTTS }
-
-// String returns the mode as users type it.
-func (m VoiceMode) String() string { return string(m) }
-
-// BusyPolicy is what a session does with a message that arrives while a turn
-// is running.
-type BusyPolicy string
-
-// Busy policies.
-const (
-	// Interrupt cancels the running turn and starts one with the pending
-	// messages merged (default).
-	Interrupt BusyPolicy = "interrupt"
-	// Queue runs the message as the next turn.
-	Queue BusyPolicy = "queue"
-	// Steer injects the message into the running turn after its next tool call.
-	Steer BusyPolicy = "steer"
-)
-
-// Valid reports whether p is a known busy policy.
-func (p BusyPolicy) Valid() bool { return p == Interrupt || p == Queue || p == Steer }
-
-// String returns the policy as users type it.
-func (p BusyPolicy) String() string { return string(p) }
-
 // SessionRecord is what the store keeps about one session: its settings and
 // activity. A session never written has the defaults and zero times.
 type SessionRecord struct {
@@ -61,8 +21,8 @@ type SessionRecord struct {
 	// Conversation is the current conversation generation, from 1; /new
 	// starts the next one and History reads only the current one.
 	Conversation int64
-	VoiceMode    VoiceMode
-	BusyPolicy   BusyPolicy
+	VoiceMode    messages.VoiceMode
+	BusyPolicy   messages.BusyPolicy
 	// Turns counts the user messages appended over the session's life.
 	Turns int64
 }
@@ -108,7 +68,7 @@ func (s *Store) Session(ctx context.Context, key string) (SessionRecord, error) 
 	r, err := scanSession(st.QueryRowContext(ctx, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return SessionRecord{
-			Key: key, Platform: sess.Platform(), Conversation: 1, VoiceMode: VoiceOn, BusyPolicy: Interrupt,
+			Key: key, Platform: sess.Platform(), Conversation: 1, VoiceMode: messages.VoiceOn, BusyPolicy: messages.Interrupt,
 		}, nil
 	}
 	if err != nil {
@@ -118,7 +78,7 @@ func (s *Store) Session(ctx context.Context, key string) (SessionRecord, error) 
 }
 
 // SetVoiceMode stores the session's /voice setting.
-func (s *Store) SetVoiceMode(ctx context.Context, key string, m VoiceMode) error {
+func (s *Store) SetVoiceMode(ctx context.Context, key string, m messages.VoiceMode) error {
 	if !m.Valid() {
 		return fmt.Errorf("set voice mode: %w: mode %q", ErrInvalid, m)
 	}
@@ -126,7 +86,7 @@ func (s *Store) SetVoiceMode(ctx context.Context, key string, m VoiceMode) error
 }
 
 // SetBusyPolicy stores the session's busy policy.
-func (s *Store) SetBusyPolicy(ctx context.Context, key string, p BusyPolicy) error {
+func (s *Store) SetBusyPolicy(ctx context.Context, key string, p messages.BusyPolicy) error {
 	if !p.Valid() {
 		return fmt.Errorf("set busy policy: %w: policy %q", ErrInvalid, p)
 	}

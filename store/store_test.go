@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/store"
 )
 
@@ -57,14 +58,14 @@ func TestOpen_TwiceIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	path := dbPath(t)
 	s := mustOpen(t, path)
-	if err := s.SetVoiceMode(ctx, "telegram:dm:1", store.VoiceTTS); err != nil {
+	if err := s.SetVoiceMode(ctx, "telegram:dm:1", messages.VoiceTTS); err != nil {
 		t.Fatal(err)
 	}
 	mustClose(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := s.SetVoiceMode(ctx, "telegram:dm:1", store.VoiceOff); !errors.Is(err, store.ErrClosed) {
+	if err := s.SetVoiceMode(ctx, "telegram:dm:1", messages.VoiceOff); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("write after Close: got %v, want ErrClosed", err)
 	}
 
@@ -73,7 +74,7 @@ func TestOpen_TwiceIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := r.VoiceMode, store.VoiceTTS; got != want {
+	if got, want := r.VoiceMode, messages.VoiceTTS; got != want {
 		t.Fatalf("voice mode after reopen = %q, want %q", got, want)
 	}
 }
@@ -85,14 +86,14 @@ func TestOpen_TwoStoresShareOneDatabase(t *testing.T) {
 	path := dbPath(t)
 	daemon := mustOpen(t, path)
 	cli := mustOpen(t, path)
-	if err := cli.SetBusyPolicy(ctx, "discord:dm:7", store.Queue); err != nil {
+	if err := cli.SetBusyPolicy(ctx, "discord:dm:7", messages.Queue); err != nil {
 		t.Fatal(err)
 	}
 	r, err := daemon.Session(ctx, "discord:dm:7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.BusyPolicy != store.Queue {
+	if r.BusyPolicy != messages.Queue {
 		t.Fatalf("daemon sees policy %q, want queue", r.BusyPolicy)
 	}
 	if err := daemon.Append(ctx, store.Message{SessionKey: "discord:dm:7", Role: store.User, Content: "hi"}); err != nil {
@@ -125,17 +126,17 @@ func TestSession_DefaultsAndSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.SessionRecord{Key: key, Platform: "telegram", Conversation: 1, VoiceMode: store.VoiceOn, BusyPolicy: store.Interrupt}
+	want := store.SessionRecord{Key: key, Platform: "telegram", Conversation: 1, VoiceMode: messages.VoiceOn, BusyPolicy: messages.Interrupt}
 	if r != want {
 		t.Fatalf("unknown session = %+v, want defaults %+v", r, want)
 	}
 	if err := s.SetVoiceMode(ctx, key, "loud"); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("SetVoiceMode(loud) = %v, want ErrInvalid", err)
 	}
-	if err := s.SetBusyPolicy(ctx, key, store.Steer); err != nil {
+	if err := s.SetBusyPolicy(ctx, key, messages.Steer); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ = s.Session(ctx, key); r.BusyPolicy != store.Steer || r.VoiceMode != store.VoiceOn {
+	if r, _ = s.Session(ctx, key); r.BusyPolicy != messages.Steer || r.VoiceMode != messages.VoiceOn {
 		t.Fatalf("after SetBusyPolicy(steer): %+v", r)
 	}
 	if _, err := s.Session(ctx, "not a key"); !errors.Is(err, store.ErrInvalid) {
