@@ -36,21 +36,6 @@ func parseCommand(text string) (cmd, arg string, ok bool) {
 	return strings.ToLower(head), strings.TrimSpace(rest), true
 }
 
-// IsCommand reports whether text is a slash command. The edge uses it to keep
-// commands out of the conversation history.
-func IsCommand(text string) bool {
-	_, _, ok := parseCommand(text)
-	return ok
-}
-
-// startsNewConversation reports whether text is /new or /reset, which the
-// edge applies to the store before routing so later messages land in the
-// new conversation.
-func startsNewConversation(text string) bool {
-	cmd, _, ok := parseCommand(text)
-	return ok && (cmd == "new" || cmd == "reset")
-}
-
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
 
 func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, arg string) {

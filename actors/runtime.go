@@ -311,10 +311,13 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 	if m.ReceivedUnixMs == 0 {
 		m.ReceivedUnixMs = time.Now().UnixMilli()
 	}
+	cmd, _, isCmd := parseCommand(m.GetText())
 	switch {
-	case startsNewConversation(m.GetText()):
+	case isCmd && (cmd == "new" || cmd == "reset"):
+		// Applied here, before routing, so later messages land in the new
+		// conversation.
 		err = rt.persist.NewConversation(ctx, s)
-	case IsCommand(m.GetText()):
+	case isCmd:
 		// Commands steer the session; they are not part of the conversation.
 	default:
 		err = rt.persist.AppendUser(ctx, s, m)
