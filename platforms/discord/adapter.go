@@ -88,6 +88,9 @@ type Config struct {
 	// guild channel and answers there, so a conversation does not flood the
 	// channel. The session is then the thread's.
 	AutoThread bool
+	// NoThreadChannels are guild channel ids where AutoThread does not
+	// apply: the bot answers in the channel itself.
+	NoThreadChannels []string
 	// SharedChannelSessions makes one session per guild channel instead of
 	// one per user in it. Threads are always shared.
 	SharedChannelSessions bool
@@ -153,6 +156,7 @@ type Adapter struct {
 	deps           Deps // the metrics hooks, read by observe
 	requireMention bool
 	free           map[string]bool
+	noThread       map[string]bool // cfg.NoThreadChannels
 
 	gate  platforms.Gate
 	log   *slog.Logger
@@ -241,6 +245,7 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 		deps:           deps,
 		requireMention: cfg.RequireMention == nil || *cfg.RequireMention,
 		free:           make(map[string]bool, len(cfg.FreeResponseChannels)),
+		noThread:       make(map[string]bool, len(cfg.NoThreadChannels)),
 		gate:           deps.Gate,
 		log:            log.With("platform", string(messages.Discord)),
 		stt:            deps.Transcriber,
@@ -253,6 +258,9 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 	}
 	for _, id := range cfg.FreeResponseChannels {
 		a.free[strings.TrimSpace(id)] = true
+	}
+	for _, id := range cfg.NoThreadChannels {
+		a.noThread[strings.TrimSpace(id)] = true
 	}
 	dg.AddHandler(a.onReady)
 	dg.AddHandler(a.onResumed)

@@ -89,7 +89,7 @@ func (a *Adapter) handleMessage(ctx context.Context, in platforms.Inbound, m *di
 		return
 	}
 
-	if a.cfg.AutoThread && !direct && !info.thread {
+	if a.cfg.AutoThread && !direct && !info.thread && !a.noThread[m.ChannelID] {
 		if ts, err := a.startThread(ctx, log, m, text); err != nil {
 			log.Warn("auto-thread failed; answering in the channel", "err", err)
 		} else {

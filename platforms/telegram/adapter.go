@@ -105,6 +105,9 @@ type Config struct {
 	// RequireMentionInGroups makes the bot answer in groups only when
 	// mentioned (@botname), replied to, or sent a command.
 	RequireMentionInGroups bool
+	// FreeResponseChats are group chat ids where the bot answers every
+	// message even when RequireMentionInGroups is on.
+	FreeResponseChats []int64
 	// SharedGroupSessions gives a group one conversation for everyone instead
 	// of one per user. Forum topics are always shared.
 	SharedGroupSessions bool
@@ -251,6 +254,8 @@ type Adapter struct {
 	botID int64
 
 	out *outbox
+	// free holds cfg.FreeResponseChats for the per-message check.
+	free map[int64]bool
 
 	running   atomic.Bool
 	me        atomic.Pointer[identity]
@@ -286,6 +291,10 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 		store: deps.Store,
 		stt:   deps.Transcriber,
 		ready: make(chan struct{}),
+		free:  make(map[int64]bool, len(cfg.FreeResponseChats)),
+	}
+	for _, id := range cfg.FreeResponseChats {
+		a.free[id] = true
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

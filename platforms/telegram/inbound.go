@@ -178,7 +178,7 @@ func (p *pipeline) handle(ctx context.Context, q *queue, u *update) {
 		u.settle(true)
 		return
 	}
-	if !private && a.cfg.RequireMentionInGroups && !addressed(m, me) {
+	if !private && a.cfg.RequireMentionInGroups && !a.free[m.Chat.ID] && !addressed(m, me) {
 		log.Debug("telegram group message not addressed to the bot")
 		u.settle(true)
 		return
