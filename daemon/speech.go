@@ -7,7 +7,6 @@ import (
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/messages"
-	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/tts"
 )
 
@@ -32,14 +31,14 @@ func (d *Daemon) speech(deps *actors.Deps) error {
 	default:
 		return fmt.Errorf("HERMES_TTS_PROVIDER: unknown provider %q", d.cfg.TTSProvider)
 	}
-	caps := make(map[messages.Platform]platforms.Capabilities, len(deps.Adapters))
+	caps := make(map[messages.Platform]messages.Capabilities, len(deps.Adapters))
 	for _, a := range deps.Adapters {
 		c := a.Capabilities()
 		caps[c.Platform] = c
 	}
 	props, pool, err := tts.NewActor(tts.ActorConfig{
 		Speaker: &tts.Synthesizer{Provider: p, Log: d.log},
-		Capabilities: func(pl messages.Platform) (platforms.Capabilities, bool) {
+		Capabilities: func(pl messages.Platform) (messages.Capabilities, bool) {
 			c, ok := caps[pl]
 			return c, ok
 		},

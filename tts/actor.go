@@ -15,7 +15,6 @@ import (
 
 	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/messages"
-	"github.com/hermesd/hermesd/platforms"
 )
 
 // Errors the TTS actor answers with (inside *messages.SpeechFailed).
@@ -64,7 +63,7 @@ type ActorConfig struct {
 	// Capabilities returns a platform's declared capabilities; the actor
 	// encodes for the VoiceFormat of the platform in each request's
 	// envelope. Required.
-	Capabilities func(messages.Platform) (platforms.Capabilities, bool)
+	Capabilities func(messages.Platform) (messages.Capabilities, bool)
 	// Guard refuses and counts requests without identity; required.
 	Guard *identity.Guard
 	// Workers is the number of concurrent syntheses; 0 means

@@ -271,8 +271,8 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 }
 
 // Capabilities declares Discord's voice format and limits.
-func (a *Adapter) Capabilities() platforms.Capabilities {
-	return platforms.Capabilities{
+func (a *Adapter) Capabilities() messages.Capabilities {
+	return messages.Capabilities{
 		Platform:    messages.Discord,
 		VoiceFormat: messages.FormatOggOpus,
 		VoiceNotes:  true,

@@ -333,8 +333,8 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 
 // Capabilities declares Telegram's voice format and limits once, for the TTS
 // actor and the outbox.
-func (a *Adapter) Capabilities() platforms.Capabilities {
-	return platforms.Capabilities{
+func (a *Adapter) Capabilities() messages.Capabilities {
+	return messages.Capabilities{
 		Platform:      messages.Telegram,
 		VoiceFormat:   messages.FormatOggOpus,
 		VoiceNotes:    true,

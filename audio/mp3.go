@@ -1,4 +1,4 @@
-package tts
+package audio
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ type LAME struct {
 // If lame is not installed the error is a *MissingToolError naming the apt
 // package.
 func (l LAME) Encode(ctx context.Context, p PCM) ([]byte, error) {
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("encode mp3: %w", err)
 	}
 	path, kbps := l.Path, l.Bitrate
@@ -50,7 +50,7 @@ func (l LAME) Encode(ctx context.Context, p PCM) ([]byte, error) {
 		}
 	}
 	args := []string{"--quiet", "--nohist", "-m", "m", "-b", strconv.Itoa(kbps), "-", "-"}
-	out, err := runTool(ctx, path, "lame", args, EncodeWAV(p))
+	out, err := RunTool(ctx, path, "lame", args, EncodeWAV(p))
 	if err != nil {
 		return nil, fmt.Errorf("encode mp3: %w", err)
 	}

@@ -1,4 +1,4 @@
-package tts
+package audio_test
 
 import (
 	"context"
@@ -6,23 +6,26 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 )
 
 func TestEncodeMP3_RoundTrip(t *testing.T) {
-	needTool(t, "lame", "lame")
-	pcm := espeakPCM(t, sampleText)
-	mp3, err := EncodeMP3(context.Background(), pcm)
+	audiotest.NeedTool(t, "lame", "lame")
+	pcm := audiotest.EspeakPCM(t, audiotest.SampleText)
+	mp3, err := audio.EncodeMP3(context.Background(), pcm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Sniff(mp3) != ContainerMP3 {
-		t.Fatalf("lame output sniffs as %v", Sniff(mp3))
+	if audio.Sniff(mp3) != audio.ContainerMP3 {
+		t.Fatalf("lame output sniffs as %v", audio.Sniff(mp3))
 	}
 	// 64 kbit/s CBR: about 8 KB per second of speech.
 	if kbps := float64(len(mp3)) * 8 / pcm.Duration().Seconds() / 1000; kbps < 55 || kbps > 75 {
 		t.Errorf("%.1f kbit/s, want about 64", kbps)
 	}
-	back, err := DecodeMP3(mp3)
+	back, err := audio.DecodeMP3(mp3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestEncodeMP3_RoundTrip(t *testing.T) {
 	c, lag := -1.0, 0
 	for l := 0; l <= 2500; l++ {
 		off := len(pcm.Samples)/3 + l
-		if v := correlation(back.Samples[off:off+len(seg)], seg); v > c {
+		if v := audiotest.Correlation(back.Samples[off:off+len(seg)], seg); v > c {
 			c, lag = v, l
 		}
 	}
@@ -50,12 +53,12 @@ func TestEncodeMP3_RoundTrip(t *testing.T) {
 }
 
 func TestEncodeMP3_HighRateInput(t *testing.T) {
-	needTool(t, "lame", "lame")
-	mp3, err := LAME{Bitrate: 96}.Encode(context.Background(), sine(96000, 0.5, 440, 0.5))
+	audiotest.NeedTool(t, "lame", "lame")
+	mp3, err := audio.LAME{Bitrate: 96}.Encode(context.Background(), audiotest.Sine(96000, 0.5, 440, 0.5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeMP3(mp3)
+	back, err := audio.DecodeMP3(mp3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +68,15 @@ func TestEncodeMP3_HighRateInput(t *testing.T) {
 }
 
 func TestEncodeMP3_MissingLame(t *testing.T) {
-	_, err := LAME{Path: "lame-not-installed-here"}.Encode(context.Background(), sine(22050, 0.1, 440, 0.5))
-	var missing *MissingToolError
+	_, err := audio.LAME{Path: "lame-not-installed-here"}.Encode(context.Background(), audiotest.Sine(22050, 0.1, 440, 0.5))
+	var missing *audio.MissingToolError
 	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "apt-get install lame") {
 		t.Errorf("err = %v, want a MissingToolError telling to apt-get install lame", err)
 	}
 }
 
 func TestDecodeMP3_Garbage(t *testing.T) {
-	if _, err := DecodeMP3([]byte("definitely not an mp3 file")); err == nil {
+	if _, err := audio.DecodeMP3([]byte("definitely not an mp3 file")); err == nil {
 		t.Error("garbage decoded without error")
 	}
 }

@@ -1,4 +1,4 @@
-package tts
+package audio
 
 import (
 	"bytes"
@@ -135,7 +135,7 @@ func opusRateFor(rate int) int {
 // the last granule is trimmed to the real length, so the file's duration is
 // that of p. ctx is checked between frames.
 func EncodeOggOpus(ctx context.Context, p PCM, opt OpusOptions) ([]byte, error) {
-	if err := p.validate(); err != nil {
+	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("encode opus: %w", err)
 	}
 	if opt.Bitrate == 0 {

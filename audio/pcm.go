@@ -1,15 +1,11 @@
-// Package tts turns text into speech encoded for the platform that asked for
-// it: Ogg/Opus voice notes for Telegram and Discord, MP3 for the web chat.
-//
-// The pipeline is staged, one file per stage: a Provider (espeak.go,
-// openai.go, elevenlabs.go) produces PCM or encoded bytes; wav.go, mp3.go and
-// opus.go convert between PCM and containers; resample.go brings PCM to an
-// Opus rate; ogg.go is the project's own Ogg muxer and reader; sniff.go tells
-// containers apart by their bytes; waveform.go draws the voice-note preview;
-// synth.go ties the stages into one Speak call that always returns exactly
-// the requested format; actor.go serves Speak to every session from a
-// bounded worker pool, choosing the format from the request's envelope.
-package tts
+// Package audio holds hermesd's codec and container code, shared by the TTS
+// pipeline and the platform adapters: PCM and its resampler (pcm.go,
+// resample.go), WAV and MP3 conversion (wav.go, mp3.go), the Opus encoder
+// and decoder (opus.go), the project's own Ogg muxer and reader (ogg.go),
+// the sniffer that tells containers apart by their bytes (sniff.go) and the
+// voice-note waveform (waveform.go). It knows nothing of providers,
+// platforms or sessions, so everything that handles audio can import it.
+package audio
 
 import (
 	"errors"
@@ -41,8 +37,8 @@ func (p PCM) Duration() time.Duration {
 // above is a corrupt header rather than real audio.
 const maxRate = 384000
 
-// validate reports a PCM that no encoder can use.
-func (p PCM) validate() error {
+// Validate reports a PCM that no encoder can use.
+func (p PCM) Validate() error {
 	if p.Rate <= 0 || p.Rate > maxRate {
 		return fmt.Errorf("sample rate %d Hz out of range", p.Rate)
 	}

@@ -1,4 +1,4 @@
-package tts
+package audio_test
 
 import (
 	"bytes"
@@ -10,35 +10,21 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-// bitwiseOggCRC is the Ogg CRC written the slow, obvious way, to check the
-// table-driven one.
-func bitwiseOggCRC(b []byte) uint32 {
-	var crc uint32
-	for _, c := range b {
-		crc ^= uint32(c) << 24
-		for k := 0; k < 8; k++ {
-			if crc&0x80000000 != 0 {
-				crc = crc<<1 ^ 0x04C11DB7
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
+)
 
 func TestOggCRC(t *testing.T) {
 	for _, in := range []string{"", "a", "OggS", "123456789", string(make([]byte, 300))} {
-		if got, want := oggCRC(0, []byte(in)), bitwiseOggCRC([]byte(in)); got != want {
-			t.Errorf("oggCRC(%q) = %08x, want %08x", in, got, want)
+		if got, want := audio.OggCRC(0, []byte(in)), audiotest.OggCRC([]byte(in)); got != want {
+			t.Errorf("audio.OggCRC(%q) = %08x, want %08x", in, got, want)
 		}
 	}
 	// The standard check input for this parameter set (poly 04C11DB7,
 	// init 0, unreflected, no final XOR). The reflected IEEE CRC of
 	// hash/crc32 gives cbf43926 here.
-	if got := oggCRC(0, []byte("123456789")); got != 0x89A1897F {
+	if got := audio.OggCRC(0, []byte("123456789")); got != 0x89A1897F {
 		t.Errorf("check value %08x, want 89a1897f", got)
 	}
 }
@@ -52,7 +38,7 @@ func TestReadOggPages_Opusenc(t *testing.T) {
 	}
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in.wav"), filepath.Join(dir, "out.opus")
-	if err := os.WriteFile(in, EncodeWAV(sine(24000, 2.5, 440, 0.3)), 0o644); err != nil {
+	if err := os.WriteFile(in, audio.EncodeWAV(audiotest.Sine(24000, 2.5, 440, 0.3)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := exec.Command("opusenc", "--quiet", "--bitrate", "32", in, out).CombinedOutput(); err != nil {
@@ -62,17 +48,17 @@ func TestReadOggPages_Opusenc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ParseOggOpus(ogg)
+	s, err := audio.ParseOggOpus(ogg)
 	if err != nil {
 		t.Fatalf("our reader rejects opusenc output: %v", err)
 	}
-	if Sniff(ogg) != ContainerOggOpus {
+	if audio.Sniff(ogg) != audio.ContainerOggOpus {
 		t.Error("Sniff does not recognise opusenc output")
 	}
 	if d := s.Duration(); (d - 2500*time.Millisecond).Abs() > time.Millisecond {
 		t.Errorf("duration %v, want 2.5s", d)
 	}
-	pcm, err := DecodeOggOpus(ogg, 48000)
+	pcm, err := audio.DecodeOggOpus(ogg, 48000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +69,10 @@ func TestReadOggPages_Opusenc(t *testing.T) {
 
 // muxPackets muxes packets of the given sizes (each 960 samples) and parses
 // the result back.
-func muxPackets(t *testing.T, sizes []int, pageDur time.Duration) ([]byte, [][]byte, *OggOpusStream) {
+func muxPackets(t *testing.T, sizes []int, pageDur time.Duration) ([]byte, [][]byte, *audio.OggOpusStream) {
 	t.Helper()
 	var buf bytes.Buffer
-	m, err := NewOggOpusMuxer(&buf, OpusHead{Version: 1, Channels: 1, PreSkip: 312, InputRate: 48000}, OpusTags{Vendor: "hermesd"}, 7, pageDur)
+	m, err := audio.NewOggOpusMuxer(&buf, audio.OpusHead{Version: 1, Channels: 1, PreSkip: 312, InputRate: 48000}, audio.OpusTags{Vendor: "hermesd"}, 7, pageDur)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +88,7 @@ func muxPackets(t *testing.T, sizes []int, pageDur time.Duration) ([]byte, [][]b
 	if err := m.Close(int64(960*len(sizes)) - 100); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ParseOggOpus(buf.Bytes())
+	s, err := audio.ParseOggOpus(buf.Bytes())
 	if err != nil {
 		t.Fatalf("ParseOggOpus: %v", err)
 	}
@@ -186,15 +172,15 @@ func TestOggOpusMuxer_Lacing(t *testing.T) {
 }
 
 func TestOggOpusMuxer_Close(t *testing.T) {
-	head := OpusHead{Version: 1, Channels: 1, PreSkip: 312}
-	newMux := func() *OggOpusMuxer {
-		m, err := NewOggOpusMuxer(&bytes.Buffer{}, head, OpusTags{Vendor: "x"}, 1, 0)
+	head := audio.OpusHead{Version: 1, Channels: 1, PreSkip: 312}
+	newMux := func() *audio.OggOpusMuxer {
+		m, err := audio.NewOggOpusMuxer(&bytes.Buffer{}, head, audio.OpusTags{Vendor: "x"}, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	if err := newMux().Close(-1); !errors.Is(err, ErrEmptyAudio) {
+	if err := newMux().Close(-1); !errors.Is(err, audio.ErrEmptyAudio) {
 		t.Errorf("close with no packets: %v, want ErrEmptyAudio", err)
 	}
 	m := newMux()
@@ -214,11 +200,11 @@ func TestOggOpusMuxer_Close(t *testing.T) {
 }
 
 func TestParseOggOpus_RejectsDamage(t *testing.T) {
-	ogg, err := EncodeOggOpus(context.Background(), sine(24000, 3, 300, 0.5), OpusOptions{})
+	ogg, err := audio.EncodeOggOpus(context.Background(), audiotest.Sine(24000, 3, 300, 0.5), audio.OpusOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ParseOggOpus(ogg)
+	s, err := audio.ParseOggOpus(ogg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,16 +224,16 @@ func TestParseOggOpus_RejectsDamage(t *testing.T) {
 	cases["granule past the audio"] = func(b []byte) []byte {
 		binary.LittleEndian.PutUint64(b[last.Offset+6:], uint64(last.Granule+60*48000))
 		binary.LittleEndian.PutUint32(b[last.Offset+22:], 0)
-		binary.LittleEndian.PutUint32(b[last.Offset+22:], oggCRC(0, b[last.Offset:]))
+		binary.LittleEndian.PutUint32(b[last.Offset+22:], audio.OggCRC(0, b[last.Offset:]))
 		return b
 	}
 	for name, damage := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := damage(bytes.Clone(ogg))
-			if _, err := ParseOggOpus(b); !errors.Is(err, ErrBadOgg) {
+			if _, err := audio.ParseOggOpus(b); !errors.Is(err, audio.ErrBadOgg) {
 				t.Errorf("err = %v, want ErrBadOgg", err)
 			}
-			if _, err := OggOpusDuration(b); err == nil {
+			if _, err := audio.OggOpusDuration(b); err == nil {
 				t.Error("OggOpusDuration accepted the damaged file")
 			}
 		})
@@ -255,8 +241,8 @@ func TestParseOggOpus_RejectsDamage(t *testing.T) {
 }
 
 func TestOpusTags_RoundTrip(t *testing.T) {
-	in := OpusTags{Vendor: "hermesd", Comments: []string{"TITLE=reply", "ARTIST=bot"}}
-	out, err := ParseOpusTags(in.Marshal())
+	in := audio.OpusTags{Vendor: "hermesd", Comments: []string{"TITLE=reply", "ARTIST=bot"}}
+	out, err := audio.ParseOpusTags(in.Marshal())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +251,7 @@ func TestOpusTags_RoundTrip(t *testing.T) {
 	}
 	bad := in.Marshal()
 	bad[8] = 0xFF // vendor length far past the packet
-	if _, err := ParseOpusTags(bad); err == nil {
+	if _, err := audio.ParseOpusTags(bad); err == nil {
 		t.Error("overlong vendor length accepted")
 	}
 }
@@ -287,7 +273,7 @@ func TestOpusPacketSamples(t *testing.T) {
 		{nil, -1},
 	}
 	for _, tc := range cases {
-		got, err := OpusPacketSamples(tc.p)
+		got, err := audio.OpusPacketSamples(tc.p)
 		if tc.want < 0 && err == nil || tc.want >= 0 && got != tc.want {
 			t.Errorf("OpusPacketSamples(% x) = %d, %v; want %d", tc.p, got, err, tc.want)
 		}
@@ -298,23 +284,23 @@ func TestOpusPacketSamples(t *testing.T) {
 // it must never panic, and whatever it accepts must be self-consistent.
 func FuzzParseOggOpus(f *testing.F) {
 	for _, d := range []float64{0.02, 0.5} {
-		ogg, err := EncodeOggOpus(context.Background(), sine(24000, d, 300, 0.5), OpusOptions{})
+		ogg, err := audio.EncodeOggOpus(context.Background(), audiotest.Sine(24000, d, 300, 0.5), audio.OpusOptions{})
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(ogg)
 	}
-	f.Add(vorbisHeaderPage())
+	f.Add(audiotest.VorbisHeaderPage())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseOggOpus(b)
+		s, err := audio.ParseOggOpus(b)
 		if err != nil {
-			if !errors.Is(err, ErrBadOgg) {
+			if !errors.Is(err, audio.ErrBadOgg) {
 				t.Fatalf("error %v does not wrap ErrBadOgg", err)
 			}
 			return
 		}
-		if s.Duration() < 0 || Sniff(b) != ContainerOggOpus {
-			t.Fatalf("accepted stream: duration %v, sniffed %v", s.Duration(), Sniff(b))
+		if s.Duration() < 0 || audio.Sniff(b) != audio.ContainerOggOpus {
+			t.Fatalf("accepted stream: duration %v, sniffed %v", s.Duration(), audio.Sniff(b))
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package tts
+package audio
 
 import (
 	"bytes"
@@ -24,10 +24,10 @@ func (e *MissingToolError) Error() string {
 // stderrLimit bounds how much of a tool's stderr an error quotes.
 const stderrLimit = 512
 
-// runTool runs path with args, feeding stdin and returning stdout. It never
+// RunTool runs path with args, feeding stdin and returning stdout. It never
 // goes through a shell. pkg names the apt package for the missing-binary
 // error. A failing tool's error carries the tail of its stderr.
-func runTool(ctx context.Context, path, pkg string, args []string, stdin []byte) ([]byte, error) {
+func RunTool(ctx context.Context, path, pkg string, args []string, stdin []byte) ([]byte, error) {
 	bin, err := exec.LookPath(path)
 	if err != nil {
 		return nil, &MissingToolError{Tool: path, Package: pkg}

@@ -1,4 +1,4 @@
-package tts
+package audio_test
 
 import (
 	"encoding/binary"
@@ -6,15 +6,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 )
 
 func TestParseWAV_EspeakStdout(t *testing.T) {
-	raw := espeakWAV(t, "Testing the streamed header.")
+	raw := audiotest.EspeakWAV(t, "Testing the streamed header.")
 	// espeak-ng --stdout cannot seek, so it writes placeholder sizes.
 	if got := binary.LittleEndian.Uint32(raw[40:44]); got < 0x7FFF0000 {
 		t.Fatalf("espeak data size %#x: expected the streaming placeholder", got)
 	}
-	p, err := ParseWAV(raw)
+	p, err := audio.ParseWAV(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +39,7 @@ func wavBytes(tag, channels, rate, bits int, extra string, data []byte) []byte {
 	b = append(b, "RIFF\x00\x00\x00\x00WAVE"...)
 	b = append(b, "fmt "...)
 	fmtLen := 16
-	if tag == wavFormatExtensible {
+	if tag == audio.WAVFormatExtensible {
 		fmtLen = 40
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(fmtLen))
@@ -46,11 +49,11 @@ func wavBytes(tag, channels, rate, bits int, extra string, data []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(rate*align))
 	b = binary.LittleEndian.AppendUint16(b, uint16(align))
 	b = binary.LittleEndian.AppendUint16(b, uint16(bits))
-	if tag == wavFormatExtensible {
-		b = binary.LittleEndian.AppendUint16(b, 22)           // cbSize
-		b = binary.LittleEndian.AppendUint16(b, uint16(bits)) // valid bits
-		b = binary.LittleEndian.AppendUint32(b, 4)            // channel mask
-		b = binary.LittleEndian.AppendUint16(b, wavFormatPCM) // sub-format GUID…
+	if tag == audio.WAVFormatExtensible {
+		b = binary.LittleEndian.AppendUint16(b, 22)                 // cbSize
+		b = binary.LittleEndian.AppendUint16(b, uint16(bits))       // valid bits
+		b = binary.LittleEndian.AppendUint32(b, 4)                  // channel mask
+		b = binary.LittleEndian.AppendUint16(b, audio.WAVFormatPCM) // sub-format GUID…
 		b = append(b, "\x00\x00\x00\x00\x10\x00\x80\x00\x00\xAA\x00\x38\x9B\x71"...)
 	}
 	b = append(b, extra...)
@@ -69,7 +72,7 @@ func le16(v ...int16) []byte {
 
 func TestParseWAV(t *testing.T) {
 	t.Run("stereo is averaged to mono", func(t *testing.T) {
-		p, err := ParseWAV(wavBytes(wavFormatPCM, 2, 44100, 16, "", le16(1000, 3000, -32768, -32768, 32767, -32767)))
+		p, err := audio.ParseWAV(wavBytes(audio.WAVFormatPCM, 2, 44100, 16, "", le16(1000, 3000, -32768, -32768, 32767, -32767)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +82,7 @@ func TestParseWAV(t *testing.T) {
 	})
 	t.Run("extensible PCM and a padded odd chunk", func(t *testing.T) {
 		// LIST chunk of 3 bytes plus its pad byte before data.
-		p, err := ParseWAV(wavBytes(wavFormatExtensible, 1, 16000, 16, "LIST\x03\x00\x00\x00abc\x00", le16(5, 6, 7)))
+		p, err := audio.ParseWAV(wavBytes(audio.WAVFormatExtensible, 1, 16000, 16, "LIST\x03\x00\x00\x00abc\x00", le16(5, 6, 7)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +91,7 @@ func TestParseWAV(t *testing.T) {
 		}
 	})
 	t.Run("odd trailing byte dropped", func(t *testing.T) {
-		p, err := ParseWAV(wavBytes(wavFormatPCM, 1, 8000, 16, "", append(le16(1, 2), 9)))
+		p, err := audio.ParseWAV(wavBytes(audio.WAVFormatPCM, 1, 8000, 16, "", append(le16(1, 2), 9)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,17 +103,17 @@ func TestParseWAV(t *testing.T) {
 		name, want string
 		in         []byte
 	}{
-		{"8-bit", "8-bit", wavBytes(wavFormatPCM, 1, 8000, 8, "", []byte{1, 2})},
-		{"24-bit", "24-bit", wavBytes(wavFormatPCM, 1, 8000, 24, "", make([]byte, 6))},
-		{"float", "float", wavBytes(wavFormatFloat, 1, 8000, 32, "", make([]byte, 8))},
+		{"8-bit", "8-bit", wavBytes(audio.WAVFormatPCM, 1, 8000, 8, "", []byte{1, 2})},
+		{"24-bit", "24-bit", wavBytes(audio.WAVFormatPCM, 1, 8000, 24, "", make([]byte, 6))},
+		{"float", "float", wavBytes(audio.WAVFormatFloat, 1, 8000, 32, "", make([]byte, 8))},
 		{"not RIFF", "no RIFF", []byte("ID3\x04 not a wav file at all")},
-		{"no data", "no data", wavBytes(wavFormatPCM, 1, 8000, 16, "", nil)[:36]},
-		{"rate 0", "sample rate", wavBytes(wavFormatPCM, 1, 0, 16, "", le16(1))},
+		{"no data", "no data", wavBytes(audio.WAVFormatPCM, 1, 8000, 16, "", nil)[:36]},
+		{"rate 0", "sample rate", wavBytes(audio.WAVFormatPCM, 1, 0, 16, "", le16(1))},
 	}
 	for _, tc := range errs {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseWAV(tc.in)
-			if !errors.Is(err, ErrBadWAV) || !strings.Contains(err.Error(), tc.want) {
+			_, err := audio.ParseWAV(tc.in)
+			if !errors.Is(err, audio.ErrBadWAV) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want ErrBadWAV mentioning %q", err, tc.want)
 			}
 		})
@@ -118,8 +121,8 @@ func TestParseWAV(t *testing.T) {
 }
 
 func TestEncodeWAV_RoundTrip(t *testing.T) {
-	in := sine(22050, 0.1, 440, 0.7)
-	out, err := ParseWAV(EncodeWAV(in))
+	in := audiotest.Sine(22050, 0.1, 440, 0.7)
+	out, err := audio.ParseWAV(audio.EncodeWAV(in))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,10 @@
-package tts
+// Package audiotest holds what tests of audio and of its users share: real
+// speech from espeak-ng, tones, hand-made Ogg pages, and the checks a voice
+// note must pass (structure, OpusHead, granules, opusinfo).
+package audiotest
 
 import (
-	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"os/exec"
@@ -9,15 +12,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hermesd/hermesd/audio"
 )
 
-// sampleText is long enough (~6 s) to fill several Ogg pages.
-const sampleText = "Hello from hermesd. This voice note was synthesized by espeak, " +
+// SampleText is long enough (~6 s) to fill several Ogg pages.
+const SampleText = "Hello from hermesd. This voice note was synthesized by espeak, " +
 	"resampled to twenty four kilohertz, encoded as Opus, and muxed into Ogg by our own code."
 
-// needTool fails the test (it does not skip) when a binary the test needs is
+// NeedTool fails the test (it does not skip) when a binary the test needs is
 // missing, naming the apt package: CI must install it.
-func needTool(t testing.TB, bin, pkg string) {
+func NeedTool(t testing.TB, bin, pkg string) {
 	t.Helper()
 	if _, err := exec.LookPath(bin); err != nil {
 		t.Fatalf("%s is not installed; install it with: apt-get install %s", bin, pkg)
@@ -26,27 +31,27 @@ func needTool(t testing.TB, bin, pkg string) {
 
 // speechCache holds espeak output per text, so tests that only need some
 // speech do not each spawn espeak-ng.
-var speechCache sync.Map // text → PCM
+var speechCache sync.Map // text → audio.PCM
 
-// espeakPCM returns espeak-ng's rendering of text (voice en-us).
-func espeakPCM(t testing.TB, text string) PCM {
+// EspeakPCM returns espeak-ng's rendering of text (voice en-us) as PCM,
+// cached per text so tests that only need some speech share one run.
+func EspeakPCM(t testing.TB, text string) audio.PCM {
 	t.Helper()
 	if p, ok := speechCache.Load(text); ok {
-		return p.(PCM)
+		return p.(audio.PCM)
 	}
-	needTool(t, "espeak-ng", "espeak-ng")
-	clip, err := (&Espeak{}).Synthesize(context.Background(), text, "", 0)
+	p, err := audio.ParseWAV(EspeakWAV(t, text))
 	if err != nil {
-		t.Fatalf("espeak-ng: %v", err)
+		t.Fatalf("espeak-ng output: %v", err)
 	}
-	speechCache.Store(text, clip.PCM)
-	return clip.PCM
+	speechCache.Store(text, p)
+	return p
 }
 
-// espeakWAV returns espeak-ng's raw --stdout bytes (fake RIFF sizes).
-func espeakWAV(t testing.TB, text string) []byte {
+// EspeakWAV returns espeak-ng's raw --stdout bytes (fake RIFF sizes).
+func EspeakWAV(t testing.TB, text string) []byte {
 	t.Helper()
-	needTool(t, "espeak-ng", "espeak-ng")
+	NeedTool(t, "espeak-ng", "espeak-ng")
 	cmd := exec.Command("espeak-ng", "--stdin", "--stdout", "-v", "en-us")
 	cmd.Stdin = strings.NewReader(text)
 	out, err := cmd.Output()
@@ -56,19 +61,19 @@ func espeakWAV(t testing.TB, text string) []byte {
 	return out
 }
 
-// sine returns a tone of freq Hz at amplitude amp (0–1 of full scale).
-func sine(rate int, seconds, freq, amp float64) PCM {
+// Sine returns a tone of freq Hz at amplitude amp (0–1 of full scale).
+func Sine(rate int, seconds, freq, amp float64) audio.PCM {
 	n := int(float64(rate) * seconds)
 	s := make([]int16, n)
 	for i := range s {
 		s[i] = int16(amp * 32767 * math.Sin(2*math.Pi*freq*float64(i)/float64(rate)))
 	}
-	return PCM{Samples: s, Rate: rate}
+	return audio.PCM{Samples: s, Rate: rate}
 }
 
-// correlation is the normalised cross-correlation of a and b at lag 0 over
+// Correlation is the normalised cross-correlation of a and b at lag 0 over
 // their common length.
-func correlation(a, b []int16) float64 {
+func Correlation(a, b []int16) float64 {
 	n := min(len(a), len(b))
 	var ab, aa, bb float64
 	for i := 0; i < n; i++ {
@@ -83,16 +88,16 @@ func correlation(a, b []int16) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
-// bestAlignment returns the best correlation of a against b over lags
+// BestAlignment returns the best correlation of a against b over lags
 // within ±window samples (positive lag: a is late).
-func bestAlignment(a, b []int16, window int) (best float64, lag int) {
+func BestAlignment(a, b []int16, window int) (best float64, lag int) {
 	best = -2
 	for l := -window; l <= window; l++ {
 		var c float64
 		if l >= 0 {
-			c = correlation(a[min(l, len(a)):], b)
+			c = Correlation(a[min(l, len(a)):], b)
 		} else {
-			c = correlation(a, b[min(-l, len(b)):])
+			c = Correlation(a, b[min(-l, len(b)):])
 		}
 		if c > best {
 			best, lag = c, l
@@ -101,7 +106,8 @@ func bestAlignment(a, b []int16, window int) (best float64, lag int) {
 	return best, lag
 }
 
-func rms(s []int16) float64 {
+// RMS is the root mean square of s.
+func RMS(s []int16) float64 {
 	var sum float64
 	for _, v := range s {
 		sum += float64(v) * float64(v)
@@ -109,9 +115,9 @@ func rms(s []int16) float64 {
 	return math.Sqrt(sum / float64(max(1, len(s))))
 }
 
-// runOpusinfo checks a file with opusinfo (opus-tools); only this sub-check
+// RunOpusinfo checks a file with opusinfo (opus-tools); only this sub-check
 // is skipped when the binary is absent. It fails on errors and warnings.
-func runOpusinfo(t *testing.T, ogg []byte) {
+func RunOpusinfo(t testing.TB, ogg []byte) {
 	t.Helper()
 	if _, err := exec.LookPath("opusinfo"); err != nil {
 		t.Skip("opusinfo not installed (apt-get install opus-tools); skipping the opusinfo check")
@@ -134,15 +140,15 @@ func runOpusinfo(t *testing.T, ogg []byte) {
 	}
 }
 
-// checkOggOpus asserts everything a player relies on: page CRCs and
+// CheckOggOpus asserts everything a player relies on: page CRCs and
 // structure (via ParseOggOpus), OpusHead fields, OpusTags vendor, granules
 // monotonic, BOS/EOS.
-func checkOggOpus(t *testing.T, ogg []byte, wantPreSkip uint16, wantInputRate uint32) *OggOpusStream {
+func CheckOggOpus(t testing.TB, ogg []byte, wantPreSkip uint16, wantInputRate uint32) *audio.OggOpusStream {
 	t.Helper()
-	if got := Sniff(ogg); got != ContainerOggOpus {
+	if got := audio.Sniff(ogg); got != audio.ContainerOggOpus {
 		t.Fatalf("Sniff = %v, want ogg/opus", got)
 	}
-	s, err := ParseOggOpus(ogg)
+	s, err := audio.ParseOggOpus(ogg)
 	if err != nil {
 		t.Fatalf("ParseOggOpus: %v", err)
 	}
@@ -175,7 +181,7 @@ func checkOggOpus(t *testing.T, ogg []byte, wantPreSkip uint16, wantInputRate ui
 		for _, l := range p.Segments {
 			if l < 255 {
 				if ended >= 2 {
-					n, err := OpusPacketSamples(s.Packets[ended-2])
+					n, err := audio.OpusPacketSamples(s.Packets[ended-2])
 					if err != nil {
 						t.Fatalf("packet %d: %v", ended-2, err)
 					}
@@ -200,4 +206,57 @@ func checkOggOpus(t *testing.T, ogg []byte, wantPreSkip uint16, wantInputRate ui
 		}
 	}
 	return s
+}
+
+// OggCRC is the Ogg page CRC (poly 0x04C11DB7, unreflected, init 0)
+// written the slow, obvious way: an independent check of the package's
+// table-driven one.
+func OggCRC(b []byte) uint32 {
+	var crc uint32
+	for _, c := range b {
+		crc ^= uint32(c) << 24
+		for k := 0; k < 8; k++ {
+			if crc&0x80000000 != 0 {
+				crc = crc<<1 ^ 0x04C11DB7
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// OggPage builds one Ogg page around a single packet (< 255*255 bytes),
+// with a correct CRC: for hand-made Ogg streams of other codecs.
+func OggPage(flags byte, granule int64, packet []byte) []byte {
+	var segs []byte
+	n := len(packet)
+	for ; n >= 255; n -= 255 {
+		segs = append(segs, 255)
+	}
+	segs = append(segs, byte(n))
+	h := make([]byte, 27, 27+len(segs)+len(packet))
+	copy(h, "OggS")
+	h[5] = flags
+	binary.LittleEndian.PutUint64(h[6:], uint64(granule))
+	binary.LittleEndian.PutUint32(h[14:], 0x1234)
+	h[26] = byte(len(segs))
+	h = append(h, segs...)
+	h = append(h, packet...)
+	binary.LittleEndian.PutUint32(h[22:], OggCRC(h))
+	return h
+}
+
+// VorbisHeaderPage is the BOS page of an Ogg/Vorbis file: the 30-byte
+// identification header (mono, 22050 Hz).
+func VorbisHeaderPage() []byte {
+	id := []byte("\x01vorbis")
+	id = binary.LittleEndian.AppendUint32(id, 0)     // version
+	id = append(id, 1)                               // channels
+	id = binary.LittleEndian.AppendUint32(id, 22050) // rate
+	id = binary.LittleEndian.AppendUint32(id, 0)     // bitrate max
+	id = binary.LittleEndian.AppendUint32(id, 48000) // nominal
+	id = binary.LittleEndian.AppendUint32(id, 0)     // min
+	id = append(id, 0xB8, 1)                         // blocksizes, framing
+	return OggPage(0x02, 0, id)
 }

@@ -1,12 +1,15 @@
-package tts
+package audio_test
 
 import (
 	"testing"
+
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 )
 
 func TestWaveform(t *testing.T) {
 	t.Run("length and range", func(t *testing.T) {
-		w := Waveform(espeakPCM(t, sampleText), WaveformLength)
+		w := audio.Waveform(audiotest.EspeakPCM(t, audiotest.SampleText), audio.WaveformLength)
 		if len(w) != 256 {
 			t.Fatalf("len %d, want 256", len(w))
 		}
@@ -21,16 +24,16 @@ func TestWaveform(t *testing.T) {
 		}
 	})
 	t.Run("silence is flat zero", func(t *testing.T) {
-		for i, v := range Waveform(PCM{Samples: make([]int16, 48000), Rate: 48000}, 256) {
+		for i, v := range audio.Waveform(audio.PCM{Samples: make([]int16, 48000), Rate: 48000}, 256) {
 			if v != 0 {
 				t.Fatalf("bar %d = %d for silence", i, v)
 			}
 		}
 	})
 	t.Run("loud then quiet", func(t *testing.T) {
-		loud, quiet := sine(24000, 1, 300, 0.9), sine(24000, 1, 300, 0.01) // −1 dB and −40 dB peak
-		p := PCM{Samples: append(loud.Samples, quiet.Samples...), Rate: 24000}
-		w := Waveform(p, 256)
+		loud, quiet := audiotest.Sine(24000, 1, 300, 0.9), audiotest.Sine(24000, 1, 300, 0.01) // −1 dB and −40 dB peak
+		p := audio.PCM{Samples: append(loud.Samples, quiet.Samples...), Rate: 24000}
+		w := audio.Waveform(p, 256)
 		// Full-scale sine RMS ≈ −3.9 dBFS → ~238; −43 dBFS RMS → ~72.
 		if w[10] < 225 || w[10] > 250 {
 			t.Errorf("loud bar %d, want ≈238", w[10])
@@ -40,15 +43,15 @@ func TestWaveform(t *testing.T) {
 		}
 	})
 	t.Run("clips shorter than the bar count", func(t *testing.T) {
-		w := Waveform(PCM{Samples: []int16{0, 30000, 0}, Rate: 8000}, 256)
+		w := audio.Waveform(audio.PCM{Samples: []int16{0, 30000, 0}, Rate: 8000}, 256)
 		if len(w) != 256 || w[0] != 0 || w[128] == 0 {
 			t.Errorf("got %v…", w[:8])
 		}
 	})
-	if Waveform(PCM{}, 0) != nil {
+	if audio.Waveform(audio.PCM{}, 0) != nil {
 		t.Error("n=0 should give nil")
 	}
-	if w := Waveform(PCM{Rate: 8000}, 256); len(w) != 256 {
+	if w := audio.Waveform(audio.PCM{Rate: 8000}, 256); len(w) != 256 {
 		t.Error("empty PCM should give 256 zero bars")
 	}
 }
