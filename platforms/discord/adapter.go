@@ -10,7 +10,7 @@
 //   - discordgo's gateway reader calls onMessageCreate synchronously
 //     (SyncEvents), so events arrive in gateway order; the handler only
 //     filters and queues, it never blocks.
-//   - one worker per channel with pending messages (order.go) admits,
+//   - one worker per channel with pending messages (a keyed.Queue) admits,
 //     transcribes and hands them to Inbound in order; it exits when the
 //     channel's queue is empty. Channels never wait for each other.
 //   - the health watcher (health.go) notices a gateway that stopped
@@ -35,6 +35,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
+	"github.com/hermesd/hermesd/keyed"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 )
@@ -177,7 +178,7 @@ type Adapter struct {
 
 // runState is what the gateway handlers need while Run runs.
 type runState struct {
-	queue *keyedQueue[*discordgo.Message]
+	queue *keyed.Queue[string, *discordgo.Message]
 }
 
 // New validates cfg and prepares an adapter; it does not connect (Run does).
@@ -299,15 +300,23 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	q := newKeyedQueue(runCtx, a.cfg.ChannelBacklog, a.log, func(ctx context.Context, m *discordgo.Message) {
+	// One worker per channel with messages waiting restores gateway order
+	// per channel while a slow channel holds up only itself; a panic in one
+	// message loses neither the daemon nor the channel's later messages.
+	q := keyed.New(runCtx, func(ctx context.Context, _ *keyed.Lane[string, *discordgo.Message], m *discordgo.Message) {
 		a.handleMessage(ctx, in, m)
+	}, keyed.Options[string, *discordgo.Message]{
+		Limit: a.cfg.ChannelBacklog,
+		Recover: func(channel string, m *discordgo.Message, r any) {
+			a.log.Error("panic handling message", "channel", channel, "message_id", m.ID, "panic", r)
+		},
 	})
 	a.run.Store(&runState{queue: q})
 	defer a.run.Store(nil)
 
 	a.closing.Store(false)
 	if err := a.open(runCtx); err != nil {
-		q.close()
+		q.Close()
 		if runCtx.Err() != nil {
 			return nil
 		}
@@ -322,7 +331,7 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 	if err := a.dg.Close(); err != nil {
 		a.log.Warn("close gateway", "err", err)
 	}
-	q.close()
+	q.Close()
 	watch.Wait()
 	a.health.setConnected(false)
 	return nil

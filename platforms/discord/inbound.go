@@ -35,7 +35,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, e *discordgo.MessageCrea
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread-created notices
 	}
-	if !rs.queue.push(m.ChannelID, m) {
+	if !rs.queue.Push(m.ChannelID, m) {
 		a.log.Warn("channel backlog full or shutting down; message dropped",
 			"channel", m.ChannelID, "message_id", m.ID)
 	}
