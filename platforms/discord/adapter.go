@@ -38,6 +38,7 @@ import (
 	"github.com/hermesd/hermesd/keyed"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/retry"
 )
 
 var (
@@ -341,7 +342,7 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 // backoff until ctx ends. discordgo's Open is not cancellable; each attempt
 // is bounded by the dialer's and HTTP client's timeouts.
 func (a *Adapter) open(ctx context.Context) error {
-	backoff := time.Second
+	back := retry.Backoff{First: time.Second, Max: time.Minute}
 	for {
 		err := a.dg.Open()
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
@@ -359,11 +360,11 @@ func (a *Adapter) open(ctx context.Context) error {
 			a.log.Error("gateway refused", "err", wrapped)
 			return wrapped
 		}
-		a.log.Warn("gateway connect failed; retrying", "err", wrapped, "in", backoff)
-		if err := sleepCtx(ctx, backoff); err != nil {
+		wait := back.Next()
+		a.log.Warn("gateway connect failed; retrying", "err", wrapped, "in", wait)
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return err
 		}
-		backoff = min(backoff*2, time.Minute)
 	}
 }
 
@@ -431,19 +432,4 @@ func (a *Adapter) self() string {
 		return *p
 	}
 	return ""
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/retry"
 )
 
 var (
@@ -436,7 +437,7 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 // identify calls getMe until it works: mentions in groups need the bot's
 // username. A rejected token ends Run.
 func (a *Adapter) identify(ctx context.Context) error {
-	backoff := newBackoff(500*time.Millisecond, 30*time.Second)
+	backoff := retry.NewBackoff(500*time.Millisecond, 30*time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 		u, err := a.bot.GetMe(cctx)
@@ -451,7 +452,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		}
 		a.noteError(err)
 		a.log.Warn("telegram getMe failed; retrying", "err", err)
-		if err := backoff.wait(ctx); err != nil {
+		if err := backoff.Wait(ctx); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hermesd/hermesd/keyed"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/retry"
 )
 
 const (
@@ -279,7 +280,7 @@ func (a *Adapter) seenID(id int64, step string) string {
 // sees it twice, with the same message id, and never loses it. Store errors
 // are retried until ctx ends.
 func (p *pipeline) claim(ctx context.Context, id int64, log *slog.Logger) (bool, error) {
-	back := newBackoff(200*time.Millisecond, 5*time.Second)
+	back := retry.NewBackoff(200*time.Millisecond, 5*time.Second)
 	for {
 		first, err := p.a.store.MarkSeen(ctx, messages.Telegram, p.a.seenID(id, "claim"))
 		if err == nil && first {
@@ -300,7 +301,7 @@ func (p *pipeline) claim(ctx context.Context, id int64, log *slog.Logger) (bool,
 		}
 		p.a.noteError(err)
 		log.Warn("telegram: store unavailable for dedup; retrying", "err", err)
-		if err := back.wait(ctx); err != nil {
+		if err := back.Wait(ctx); err != nil {
 			return false, err
 		}
 	}
@@ -317,7 +318,7 @@ func (p *pipeline) markDone(ctx context.Context, parts []*update, log *slog.Logg
 			if _, err = p.a.store.MarkSeen(dctx, messages.Telegram, p.a.seenID(part.id, "done")); err == nil {
 				break
 			}
-			if sleepCtx(dctx, 200*time.Millisecond) != nil {
+			if retry.Sleep(dctx, 200*time.Millisecond) != nil {
 				break
 			}
 		}
