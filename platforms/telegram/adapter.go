@@ -259,7 +259,7 @@ type Adapter struct {
 	free map[int64]bool
 
 	running   atomic.Bool
-	me        atomic.Pointer[identity]
+	me        atomic.Pointer[botAccount]
 	readyMu   sync.Mutex
 	ready     chan struct{}
 	hookAddr  atomic.Pointer[string]
@@ -268,8 +268,9 @@ type Adapter struct {
 	lastErr   string
 }
 
-// identity is the bot's own account, learned from getMe.
-type identity struct {
+// botAccount is the bot's own Telegram account, learned from getMe (not to
+// be confused with hermesd's identity: the Session bound to an actor).
+type botAccount struct {
 	id       int64
 	username string
 }
@@ -443,7 +444,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		u, err := a.bot.GetMe(cctx)
 		cancel()
 		if err == nil {
-			a.me.Store(&identity{id: u.ID, username: u.Username})
+			a.me.Store(&botAccount{id: u.ID, username: u.Username})
 			a.log.Info("telegram bot identified", "bot_id", u.ID, "username", u.Username)
 			return nil
 		}

@@ -157,7 +157,7 @@ func (p *pipeline) fetchFile(ctx context.Context, fileID string, limit int64) ([
 // addressed reports whether a group message is meant for the bot: it
 // mentions @botname, replies to the bot, or is a command (for the bot, or
 // for no bot in particular).
-func addressed(m *models.Message, me *identity) bool {
+func addressed(m *models.Message, me *botAccount) bool {
 	if me == nil {
 		return false
 	}
@@ -203,7 +203,7 @@ func isWordByte(c byte) bool {
 
 // cleanText turns "/cmd@botname args" into "/cmd args" and, in groups,
 // removes "@botname" mentions: the model sees what the user meant.
-func cleanText(text string, group bool, me *identity) string {
+func cleanText(text string, group bool, me *botAccount) string {
 	if me == nil || me.username == "" {
 		return text
 	}
