@@ -44,7 +44,7 @@ func (d *Daemon) speech(deps *actors.Deps) error {
 		},
 		Guard: d.guard,
 		Log:   d.log.With("actor", "tts"),
-		Observe: func(platform, format string, took time.Duration, err error) {
+		Observe: func(platform messages.Platform, format messages.AudioFormat, took time.Duration, err error) {
 			if m := d.Metrics(); m != nil {
 				m.TTS(platform, format, took, err)
 			}
