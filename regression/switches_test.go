@@ -163,9 +163,11 @@ func TestDiscordChannel_MentionOffAnswersEveryMessage(t *testing.T) {
 // TestDiscordChannel_AutoThread: with DISCORD_AUTO_THREAD=on an addressed
 // message in a channel gets a thread started from it and the answer lands
 // in that thread, not the channel; a channel in DISCORD_NO_THREAD_CHANNELS
-// is answered in place.
+// is answered in place, and so is one where Discord refuses the thread
+// (the bot lacks the permission).
 func TestDiscordChannel_AutoThread(t *testing.T) {
 	w := newWorld(t, worldOptions{env: map[string]string{"DISCORD_AUTO_THREAD": "on", "DISCORD_NO_THREAD_CHANNELS": "822"}})
+	w.dc.ForbidThreads("823")
 	threaded := token("discord", "821", 1)
 	msgID := w.dc.GuildMessage("g1", "821", "83", "hello "+threaded, true)
 	var thread string
@@ -198,6 +200,12 @@ func TestDiscordChannel_AutoThread(t *testing.T) {
 			t.Fatalf("a thread was started in a no-thread channel: %+v", ts)
 		}
 	}
+
+	refused := token("discord", "823", 3)
+	w.dc.GuildMessage("g1", "823", "83", "hello "+refused, true)
+	w.await(t, "the answer in the channel that refused a thread", 30*time.Second, func(o []out) bool {
+		return hasText(in(o, "discord:823"), "ack "+refused)
+	})
 }
 
 // TestDiscordChannel_SharedSessions: DISCORD_GROUP_SESSIONS_PER_USER=off
