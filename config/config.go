@@ -389,6 +389,15 @@ func (c Config) Redacted() []string {
 		"DISCORD_BOT_TOKEN": c.DiscordToken, "DISCORD_API_URL": c.DiscordAPIURL,
 		"HERMES_TTS_PROVIDER": c.TTSProvider, "ELEVENLABS_API_KEY": c.ElevenLabsKey,
 		"HERMES_STT_PROVIDER": c.STTProvider, "HERMES_BUSY_POLICY": c.BusyPolicy,
+		// The group switches, so doctor shows why a group is (not) answered.
+		"TELEGRAM_REQUIRE_MENTION":         onOff(c.TelegramRequireMention),
+		"TELEGRAM_FREE_RESPONSE_CHATS":     strings.Join(c.TelegramFreeResponseChats, ","),
+		"TELEGRAM_GROUP_SESSIONS_PER_USER": onOff(c.TelegramGroupSessionsPerUser),
+		"DISCORD_REQUIRE_MENTION":          onOff(c.DiscordRequireMention),
+		"DISCORD_FREE_RESPONSE_CHANNELS":   strings.Join(c.DiscordFreeResponseChannels, ","),
+		"DISCORD_AUTO_THREAD":              onOff(c.DiscordAutoThread),
+		"DISCORD_NO_THREAD_CHANNELS":       strings.Join(c.DiscordNoThreadChannels, ","),
+		"DISCORD_GROUP_SESSIONS_PER_USER":  onOff(c.DiscordGroupSessionsPerUser),
 	}
 	secret := map[string]bool{}
 	for _, k := range keys {
@@ -403,6 +412,13 @@ func (c Config) Redacted() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func list(s string) []string {

@@ -95,6 +95,13 @@ func TestLoad_GroupSwitches(t *testing.T) {
 		strings.Join(c.DiscordNoThreadChannels, ",") != "55" || strings.Join(c.DiscordFreeResponseChannels, ",") != "77,78" {
 		t.Fatalf("from yaml and env: %+v", c)
 	}
+	// doctor shows the effective switches.
+	shown := strings.Join(c.Redacted(), "\n")
+	for _, line := range []string{"TELEGRAM_REQUIRE_MENTION=off", "TELEGRAM_FREE_RESPONSE_CHATS=-1001,-1002", "DISCORD_AUTO_THREAD=on", "DISCORD_GROUP_SESSIONS_PER_USER=off"} {
+		if !strings.Contains(shown, line) {
+			t.Errorf("Redacted lacks %s:\n%s", line, shown)
+		}
+	}
 }
 
 func TestLoad_NonLoopbackNeedsToken(t *testing.T) {
