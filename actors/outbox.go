@@ -118,9 +118,15 @@ func (o *outbox) send(s messages.Session, it outItem) {
 			shown = kind
 		}
 		o.rt.obs.Delivery(o.platform, shown, "ok", time.Since(start))
+	}
+	// A reply interrupted by shutdown stays queued and is sent after the
+	// restart; one the platform confirmed, or refused after the adapter's
+	// retries, is done (resending a refused reply at every activation would
+	// never end).
+	if it.d.GetSeq() != 0 && o.rt.deliverCtx.Err() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), o.rt.cfg.StoreTimeout)
-		if perr := o.rt.persist.RecordDelivery(ctx, s, r); perr != nil {
-			o.rt.log.Error("record delivery", "session", s.Key(), "err", perr)
+		if perr := o.rt.persist.MarkDelivered(ctx, s, r); perr != nil {
+			o.rt.log.Error("record delivery", "session", s.Key(), "seq", it.d.GetSeq(), "err", perr)
 		}
 		cancel()
 	}
