@@ -221,4 +221,3 @@ func TestMarkSeen(t *testing.T) {
 	check("telegram", "5", true)
 	check("telegram", "5", false)
 }
-
