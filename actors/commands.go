@@ -99,8 +99,8 @@ func (a *session) stop(c actor.Context, m *messages.UserMessage) {
 }
 
 // handleReset starts a new conversation (/new, /reset): the edge already
-// moved the store to conversation m.conv and cancelled what the old one
-// owed; the session drops its running work and tells the user.
+// moved the store to conversation m.conv; the session cancels its running
+// and queued work and tells the user, settling those messages with it.
 func (a *session) handleReset(c actor.Context, m *conversationReset) {
 	a.cancelSpeech(c)
 	var inputs []*messages.UserMessage

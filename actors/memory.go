@@ -145,11 +145,6 @@ func (m *Memory) NewConversation(_ context.Context, s messages.Session) (int64, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.get(s)
-	for _, in := range ms.inbox {
-		if in.outcome == "" {
-			in.outcome = Cancelled
-		}
-	}
 	ms.conv++
 	return ms.conv, nil
 }

@@ -74,8 +74,8 @@ type Persistence interface {
 	// Settle writes st and calls done once it committed (or failed), in
 	// call order; it does not block, and done must not block either.
 	Settle(s messages.Session, st Settlement, done func(error))
-	// NewConversation starts a fresh conversation (/new), cancels what the
-	// old one still owed, and returns the new conversation's number.
+	// NewConversation starts a fresh conversation (/new) and returns its
+	// number. Pending inputs stay pending: the session settles them.
 	NewConversation(ctx context.Context, s messages.Session) (int64, error)
 	// SaveSettings persists voice mode and busy policy.
 	SaveSettings(ctx context.Context, s messages.Session, voice messages.VoiceMode, busy messages.BusyPolicy) error

@@ -178,6 +178,7 @@ type Runtime struct {
 	delegates     chan struct{}
 	delegateSeq   atomic.Uint64
 	turnIDs       atomic.Uint64
+	shutdownOnce  sync.Once
 
 	// ctx is the parent of every turn's context; deliverCtx of every send.
 	ctx, deliverCtx       context.Context
@@ -419,7 +420,14 @@ func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
 
 // Shutdown stops accepting messages, lets running turns finish for up to
 // grace, then cancels what is left, drains the outboxes and stops the system.
+// A second call returns at once.
 func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
+	var err error
+	rt.shutdownOnce.Do(func() { err = rt.shutdown(ctx, grace) })
+	return err
+}
+
+func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	rt.accepting.Store(false)
 	rt.cancelAdapters()
 	rt.adaptersWG.Wait()

@@ -46,7 +46,6 @@ type session struct {
 	busy    messages.BusyPolicy
 	conv    int64 // current conversation (see SessionState.Conversation)
 	history []model.Message
-	handled uint64 // routed messages handled, for passivation
 	// absorbed are the inbox seqs of pending messages taken in at load:
 	// their copies still on the way through the mailbox start nothing.
 	absorbed map[uint64]bool
@@ -136,7 +135,10 @@ func (a *session) loaded(c actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		a.stopping()
 	case *passivate:
-		ok := m.routed == a.handled && a.idle(c)
+		// Everything the router sent before asking is handled already (one
+		// sender, FIFO); what it sent since, it knows of (routed differs),
+		// so a restart of this actor cannot make it miscount.
+		ok := a.idle(c)
 		if ok && a.sweepBeforeIdle(c) {
 			ok = false // save what is worth keeping first; asked again later
 		}
@@ -153,20 +155,16 @@ func (a *session) loaded(c actor.Context) {
 func (a *session) handle(c actor.Context, msg any) {
 	switch m := msg.(type) {
 	case *messages.UserMessage:
-		a.handled++
 		a.handleUser(c, m)
 	case *conversationReset:
-		a.handled++
 		a.handleReset(c, m)
 	case *messages.ScheduledFire:
-		a.handled++
 		// A cron run is a child of this session like any follow-up: it does
 		// not interrupt the user's turn, and its answer is delivered here.
 		a.handleStartBackground(c, &startBackground{kind: kindCron, prompt: m.GetPrompt()})
 	case *startBackground:
 		a.handleStartBackground(c, m)
 	case *resumeSession:
-		a.handled++
 		if m.recovered != nil {
 			a.recovered = m.recovered
 			a.checkRecovered()

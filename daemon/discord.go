@@ -16,7 +16,7 @@ func (d *Daemon) discordAdapter(gate *access.Gate, tr *stt.Client) ([]platforms.
 	if d.cfg.DiscordToken == "" {
 		return nil, nil
 	}
-	deps := discord.Deps{Gate: gate, Log: d.log.With("platform", "discord"), Dedup: d.store}
+	deps := discord.Deps{Gate: gate, Log: d.log.With("platform", "discord"), Dedup: inboxDedup{d.store}}
 	deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Discord)
 	if tr != nil {
 		deps.Transcriber = tr

@@ -121,3 +121,15 @@ func (p persistence) MarkDelivered(ctx context.Context, s messages.Session, r *m
 }
 
 func (p persistence) Owed(ctx context.Context) ([]string, error) { return p.st.Owed(ctx) }
+
+// inboxDedup is the platform adapters' dedup store: the inbox's claim
+// (store.Accept refuses a message id the session has, and the runtime
+// answers such a redelivery with nothing new) is the durable one, made in the
+// same transaction as the message itself. A second claim in the adapter
+// would cost two more writes per message and protect nothing more: a
+// redelivered update is at worst downloaded or transcribed again. Telegram's
+// offset cursor stays in the store.
+type inboxDedup struct{ *store.Store }
+
+// MarkSeen reports every id as new.
+func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) { return true, nil }

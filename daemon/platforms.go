@@ -32,7 +32,7 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 		tc.APIURL = cfg.TelegramAPIURL
 		tc.WebhookURL, tc.WebhookSecret, tc.WebhookListen = cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret, cfg.TelegramWebhookListen
 		tc.RateLimit = cfg.TelegramRateLimit
-		deps := telegram.Deps{Gate: gate, Log: d.log.With("platform", "telegram"), Store: d.store}
+		deps := telegram.Deps{Gate: gate, Log: d.log.With("platform", "telegram"), Store: inboxDedup{d.store}}
 		deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Telegram)
 		if tr != nil {
 			deps.Transcriber = tr
