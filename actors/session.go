@@ -53,8 +53,8 @@ type session struct {
 	// with a seq up to it was taken in at load (pending) or settled before,
 	// by this instance or an earlier one; its copy still on the way through
 	// the mailbox starts nothing.
-	seen uint64
-	queued   []*messages.UserMessage
+	seen   uint64
+	queued []*messages.UserMessage
 
 	// turnSeq is the id of the last child turn started, from a counter of
 	// the runtime's: ids stay unique across restarts of this actor, so a

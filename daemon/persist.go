@@ -138,4 +138,6 @@ func (p persistence) Owed(ctx context.Context) ([]string, error) { return p.st.O
 type inboxDedup struct{ *store.Store }
 
 // MarkSeen reports every id as new.
-func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) { return true, nil }
+func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) {
+	return true, nil
+}
