@@ -16,10 +16,12 @@ type outcome struct {
 // goroutine, with the actor's current message restored (ReenterAfter). The
 // actor keeps handling other messages meanwhile: this is how actors that must
 // never block (session, turn) wait on I/O. The goroutine's lifetime is bounded
-// by work, which must honour its own context; timeout only bounds how long the
-// continuation is kept.
+// by work, which must honour its own context with a deadline of at most
+// timeout; the future waits a little longer, because a future that times out
+// just as its answer arrives is a data race inside the pinned protoactor (its
+// futureProcess writes the result without the lock).
 func await(c actor.Context, timeout time.Duration, work func() (any, error), then func(val any, err error)) {
-	f := actor.NewFuture(c.ActorSystem(), timeout)
+	f := actor.NewFuture(c.ActorSystem(), timeout+5*time.Second)
 	root := c.ActorSystem().Root
 	go func() {
 		v, err := work()

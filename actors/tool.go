@@ -231,11 +231,22 @@ func (e *toolEnv) Speak(ctx context.Context, text, voice string) (time.Duration,
 	if rt.tts == nil {
 		return 0, fmt.Errorf("no speech engine is configured")
 	}
-	timeout := rt.cfg.TTSTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = time.Until(d)
+	// The future gets the full TTSTimeout, which the TTS actor always
+	// answers within (it refuses work it cannot start in time); this call
+	// stops waiting when ctx ends. A future that times out just as its
+	// answer arrives is a data race inside the pinned protoactor.
+	f := e.ctx.RequestFuture(rt.tts, &messages.SynthesizeSpeech{Text: text, Voice: voice}, rt.cfg.TTSTimeout)
+	var (
+		res  any
+		err  error
+		done = make(chan struct{})
+	)
+	go func() { res, err = f.Result(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("speech: %w", ctx.Err())
 	}
-	res, err := e.ctx.RequestFuture(rt.tts, &messages.SynthesizeSpeech{Text: text, Voice: voice}, timeout).Result()
 	if err != nil {
 		return 0, fmt.Errorf("speech: %w", err)
 	}
