@@ -19,6 +19,8 @@ type turnDone struct {
 	// unsteered are steer messages the turn could not use (it had already
 	// made its last model call); the session queues them.
 	unsteered []*messages.UserMessage
+	// tokensIn and tokensOut are the model's usage over the turn.
+	tokensIn, tokensOut int
 }
 
 // voiceReply is sent by a bound actor (a tool) to its session: deliver this

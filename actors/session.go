@@ -449,7 +449,8 @@ func (a *session) cancelTurn(c actor.Context, why string) {
 		return
 	}
 	t := a.endTurn(c, why)
-	a.logger().Info("turn cancelled", "turn", t.id, "why", why)
+	a.logger().Info("turn", "turn", t.id, "outcome", why, "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName)
 }
 
 func (a *session) handleTyping(c actor.Context, m *typingTick) {
@@ -483,6 +484,8 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 		outcome = "error"
 	}
 	t := a.endTurn(c, outcome)
+	a.logger().Info("turn", "turn", t.id, "outcome", outcome, "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
 	// Steer messages the turn could not use are answered by a turn of their
 	// own, not settled with this one.
 	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
@@ -524,7 +527,8 @@ func (a *session) handleTurnExpired(c actor.Context, m *turnExpired) {
 		return
 	}
 	t := a.endTurn(c, "timeout")
-	a.logger().Warn("turn did not finish in time; stopped", "turn", t.id, "timeout", a.rt.cfg.TurnTimeout)
+	a.logger().Warn("turn", "turn", t.id, "outcome", "timeout", "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "limit", a.rt.cfg.TurnTimeout)
 	a.settle(c, Settlement{Inputs: seqs(t.inputs), Outcome: Failed, Replies: []*messages.Delivery{
 		textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)}})
 	a.next(c)

@@ -46,6 +46,8 @@ type turn struct {
 
 	convo    []model.Message // what the model sees
 	produced []model.Message // what this turn adds to the history
+	// tokensIn and tokensOut add up the model's usage over the turn.
+	tokensIn, tokensOut int
 	rounds   int
 	calls    []model.ToolCall
 	results  map[string]*toolResult
@@ -178,6 +180,8 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	msg := resp.Message
 	msg.Role = "assistant"
 	t.rt.obs.ModelCall(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.tokensIn += resp.Usage.PromptTokens
+	t.tokensOut += resp.Usage.CompletionTokens
 	if len(msg.ToolCalls) == 0 || t.rounds >= t.rt.cfg.MaxToolRounds {
 		msg.ToolCalls = nil
 		t.produced = append(t.produced, msg)
@@ -262,7 +266,7 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 		return
 	}
 	t.finished = true
-	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer}
+	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
 	if !failed && (t.kind == kindTurn || t.kind == kindCron || t.kind == kindBackground) {
 		done.produced = t.produced
 	}
