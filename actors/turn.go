@@ -48,13 +48,13 @@ type turn struct {
 	produced []model.Message // what this turn adds to the history
 	// tokensIn and tokensOut add up the model's usage over the turn.
 	tokensIn, tokensOut int
-	rounds   int
-	calls    []model.ToolCall
-	results  map[string]*toolResult
-	tools    map[string]*actor.PID // call id → tool actor, for Terminated
-	steer    []*messages.UserMessage
-	toolSeq  int
-	finished bool
+	rounds              int
+	calls               []model.ToolCall
+	results             map[string]*toolResult
+	tools               map[string]*actor.PID // call id → tool actor, for Terminated
+	steer               []*messages.UserMessage
+	toolSeq             int
+	finished            bool
 }
 
 // Receive handles lifecycle first, then one handler per message.
