@@ -74,7 +74,7 @@ func TestChaos_EveryAcceptedMessageGetsExactlyOneOutcome(t *testing.T) {
 		}
 		return scripted()(ctx, req)
 	})
-	faults := map[string]float64{KindSession: 0.005, KindTurn: 0.01, KindTool: 0.02, KindBackground: 0.02}
+	faults := map[Kind]float64{KindSession: 0.005, KindTurn: 0.01, KindTool: 0.02, KindBackground: 0.02}
 	recs := map[messages.Platform]*chaosPlatform{}
 	logs := &lockedBuffer{}
 	h := startWith(t, m, cfg, func(d *Deps) {
@@ -85,13 +85,13 @@ func TestChaos_EveryAcceptedMessageGetsExactlyOneOutcome(t *testing.T) {
 			recs[p] = &chaosPlatform{recorder: newRecorder(p), refuse: func() bool { return chance(0.02) }}
 			d.Adapters = append(d.Adapters, recs[p])
 		}
-		d.Fault = func(kind string, c actor.Context) {
+		d.Fault = func(kind Kind, c actor.Context) {
 			switch c.Message().(type) {
 			case *messages.UserMessage, *modelDone, *toolRan:
 				if chance(faults[kind]) {
 					s, _ := identity.Of(c)
 					fmt.Fprintf(logs, "chaos: panic injected into %s on %T session=%s\n", kind, c.Message(), s.Key())
-					panic("chaos: injected into " + kind)
+					panic("chaos: injected into " + string(kind))
 				}
 			}
 		}

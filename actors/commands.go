@@ -158,20 +158,22 @@ func (a *session) saveSettings(c actor.Context) {
 	}
 	a.saving = true
 	s, v, b, p, timeout := a.s, a.voice, a.busy, a.rt.persist, a.rt.cfg.StoreTimeout
-	await(c, timeout, func() (any, error) {
+	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		return nil, p.SaveSettings(ctx, s, v, b)
-	}, func(_ any, err error) {
-		a.saving = false
-		if err != nil {
-			a.logger().Error("save session settings", "err", err)
-		}
-		if a.saveAgain {
-			a.saveAgain = false
-			a.saveSettings(c)
-		}
+		return &settingsSaved{p.SaveSettings(ctx, s, v, b)}
 	})
+}
+
+func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
+	a.saving = false
+	if m.err != nil {
+		a.logger().Error("save session settings", "err", m.err)
+	}
+	if a.saveAgain {
+		a.saveAgain = false
+		a.saveSettings(c)
+	}
 }
 
 func (a *session) status() string {

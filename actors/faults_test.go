@@ -75,7 +75,7 @@ func TestBackground_ChildThatDiesFreesItsSlot(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxBackground = 1
 	h := startWith(t, echoModel(), cfg, func(d *Deps) {
-		d.Fault = func(kind string, c actor.Context) {
+		d.Fault = func(kind Kind, c actor.Context) {
 			if _, ok := c.Message().(*modelDone); ok && kind == KindBackground && panics.Add(1) == 1 {
 				panic("injected: background turn")
 			}
@@ -143,7 +143,7 @@ func TestDelegate_PanickingSubAgentAnswersAtOnce(t *testing.T) {
 	cfg := testConfig()
 	cfg.ToolTimeout = time.Minute
 	h := startWith(t, m, cfg, func(d *Deps) {
-		d.Fault = func(kind string, c actor.Context) {
+		d.Fault = func(kind Kind, c actor.Context) {
 			if _, ok := c.Message().(*modelDone); ok && strings.Contains(c.Self().GetId(), "/delegate-") {
 				panic("injected: sub-agent")
 			}
@@ -188,7 +188,7 @@ func TestStop_FreesASubAgentSlot(t *testing.T) {
 func TestSessionPanic_AnswersWhatItWasHolding(t *testing.T) {
 	var panicked atomic.Bool
 	h := startWith(t, echoModel(), testConfig(), func(d *Deps) {
-		d.Fault = func(kind string, c actor.Context) {
+		d.Fault = func(kind Kind, c actor.Context) {
 			if m, ok := c.Message().(*messages.UserMessage); ok && kind == KindSession && m.GetMessageId() == "m1" && panicked.CompareAndSwap(false, true) {
 				panic("injected: session")
 			}

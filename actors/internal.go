@@ -111,6 +111,9 @@ type bgGone struct {
 	why  string
 }
 
+// settingsSaved reports that the session's settings were written.
+type settingsSaved struct{ err error }
+
 // settled reports that a Settlement was written (or failed): its replies
 // may leave now.
 type settled struct {

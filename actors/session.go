@@ -192,6 +192,8 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleTyping(c, m)
 	case *settled:
 		a.handleSettled(c, m)
+	case *settingsSaved:
+		a.handleSettingsSaved(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
 	default:
@@ -236,15 +238,14 @@ func (a *session) logger() *slog.Logger { return a.rt.log.With("session", a.s.Ke
 // its own goroutine, which reports back with stateLoaded.
 func (a *session) load(c actor.Context) {
 	s, limit, p, timeout := a.s, a.rt.cfg.HistoryLimit, a.rt.persist, a.rt.cfg.StoreTimeout
-	self, root := c.Self(), c.ActorSystem().Root
 	a.loadID = a.rt.turnIDs.Add(1)
 	id := a.loadID
-	go func() {
+	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		st, err := p.LoadSession(ctx, s, limit)
-		root.Send(self, &stateLoaded{id: id, state: st, err: err})
-	}()
+		return &stateLoaded{id: id, state: st, err: err}
+	})
 }
 
 func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {

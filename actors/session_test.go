@@ -158,7 +158,7 @@ func TestSession_SteerReachesRunningTurn(t *testing.T) {
 	})
 	steered := make(chan struct{}, 1)
 	h := startWith(t, m, testConfig(), func(d *Deps) {
-		d.Fault = func(_ string, c actor.Context) { // observes, never fails
+		d.Fault = func(_ Kind, c actor.Context) { // observes, never fails
 			if _, ok := c.Message().(*steerInput); ok {
 				steered <- struct{}{}
 			}

@@ -110,12 +110,12 @@ func (a *toolActor) begin(c actor.Context) {
 	s, _ := identity.Of(c)
 	env := &toolEnv{a: a, s: s, self: self, root: root, ctx: c}
 	ctx, log := a.ctx, a.rt.log
-	go func() {
+	goSend(c, func() any {
 		content, err := runTool(ctx, t, env, json.RawMessage(a.call.Arguments), func(r any) {
 			log.Error("tool panicked", "session", s.Key(), "tool", t.Name, "panic", r, "stack", string(debug.Stack()))
 		})
-		root.Send(self, &toolRan{content: content, err: err})
-	}()
+		return &toolRan{content: content, err: err}
+	})
 }
 
 // runTool runs t, turning a panic into an error result.

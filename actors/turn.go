@@ -119,13 +119,12 @@ func (t *turn) callModel(c actor.Context) {
 		req.Tools = t.specs()
 	}
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
-	self, root := c.Self(), c.ActorSystem().Root
 	s, _ := identity.Of(c)
 	sender, loaded, extra := senderOf(t.inputs), t.extraLoaded, t.extra
 	// The call runs on its own goroutine, bounded by the turn's context,
 	// and reports back as a message: the turn stays responsive (steer,
 	// tool results, Stop) meanwhile.
-	go func() {
+	goSend(c, func() any {
 		if !loaded && rt.promptContext != nil {
 			extra = rt.promptContext(ctx, s, sender)
 		}
@@ -136,8 +135,8 @@ func (t *turn) callModel(c actor.Context) {
 			req.Messages = msgs
 		}
 		resp, err := m.Complete(ctx, req)
-		root.Send(self, &modelDone{resp: resp, err: err, extra: extra})
-	}()
+		return &modelDone{resp: resp, err: err, extra: extra}
+	})
 }
 
 // specs are the tools this turn may offer the model.
@@ -274,7 +273,7 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 }
 
 // actorKind is the Kind this turn is shown and counted as.
-func (t *turn) actorKind() string {
+func (t *turn) actorKind() Kind {
 	if t.kind == kindTurn || t.kind == kindDelegate {
 		return KindTurn
 	}
