@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, env func(
 		fmt.Fprintln(stdout, versionString())
 		return nil
 	case "doctor":
-		return doctor(ctx, stdout, env)
+		return doctor(ctx, args, stdout, env)
 	case "status":
 		return status(ctx, args, stdout, env)
 	case "sessions":
