@@ -68,3 +68,29 @@ func IsSecret(name string) bool {
 	}
 	return false
 }
+
+// LoadWith is Load as it will be once set is written with Update: set
+// replaces what the files say (an empty value removes the key), and the
+// environment still wins. `hermesd config set` and `hermesd setup` check a
+// change with it before writing anything.
+func LoadWith(lookup func(string) (string, bool), set map[string]string) (Config, error) {
+	settings, err := Resolve(lookup)
+	if err != nil {
+		return Config{}, err
+	}
+	def := make(map[string]string, len(keys))
+	for _, k := range keys {
+		def[k.name] = k.def
+	}
+	vals := make(map[string]string, len(settings))
+	for _, s := range settings {
+		vals[s.Name] = s.Value
+		if v, ok := set[s.Name]; ok && s.Source != FromEnvironment {
+			if v == "" {
+				v = def[s.Name]
+			}
+			vals[s.Name] = v
+		}
+	}
+	return parse(vals)
+}

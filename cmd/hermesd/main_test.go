@@ -57,7 +57,7 @@ func runCmd(t testing.TB, env func(string) (string, bool), args ...string) (stri
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr syncBuffer
-	err := run(ctx, args, &stdout, &stderr, env)
+	err := run(ctx, args, strings.NewReader(""), &stdout, &stderr, env)
 	return stdout.String(), stderr.String(), err
 }
 
@@ -300,7 +300,7 @@ func TestRun_GracefulShutdown(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"run"}, &stdout, &stderr, env) }()
+	go func() { done <- run(ctx, []string{"run"}, strings.NewReader(""), &stdout, &stderr, env) }()
 
 	base := "http://" + addr
 	client := &http.Client{Timeout: 5 * time.Second}
