@@ -64,6 +64,9 @@ Usage:
   hermesd sessions [-search s]   live sessions of a running daemon
   hermesd tree [session key]     the live actor tree
   hermesd pairing list|approve|revoke <platform> [code|user]
+  hermesd backup FILE            a consistent copy of the database, skills and config.yaml (while running)
+  hermesd restore FILE           restore a backup into HERMES_HOME (hermesd stopped)
+  hermesd export [-format jsonl|md] SESSION   a conversation's messages
 
 Configuration is the environment (see docs/configuration.md) plus the optional
 $HERMES_HOME/config.yaml and $HERMES_HOME/.env; the environment wins.
@@ -96,7 +99,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return setup(ctx, args, stdin, stdout, env)
 	case "config":
 		return configCmd(ctx, args, stdout, env)
-
+	case "backup":
+		return backup(ctx, args, stdout, env)
+	case "restore":
+		return restore(ctx, args, stdout, env)
+	case "export":
+		return export(ctx, args, stdout, env)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
