@@ -20,6 +20,7 @@ func (d *Daemon) routes() {
 	})
 	d.mux.HandleFunc("GET /readyz", d.handleReady)
 	d.mux.HandleFunc("GET /api/sessions", d.handleSessions)
+	d.mux.HandleFunc("POST /api/reload", d.handleReload)
 	d.inspectionRoutes()
 }
 

@@ -64,6 +64,7 @@ Usage:
   hermesd sessions [-search s]   live sessions of a running daemon
   hermesd tree [session key]     the live actor tree
   hermesd pairing list|approve|revoke <platform> [code|user]
+  hermesd reload                 re-read config.yaml and .env in a running daemon (as SIGHUP does)
   hermesd backup FILE            a consistent copy of the database, skills and config.yaml (while running)
   hermesd restore FILE           restore a backup into HERMES_HOME (hermesd stopped)
   hermesd export [-format jsonl|md] SESSION   a conversation's messages
@@ -99,6 +100,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return setup(ctx, args, stdin, stdout, env)
 	case "config":
 		return configCmd(ctx, args, stdout, env)
+	case "reload":
+		return reload(ctx, args, stdout, env)
 	case "backup":
 		return backup(ctx, args, stdout, env)
 	case "restore":
