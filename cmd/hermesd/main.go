@@ -64,6 +64,8 @@ Usage:
   hermesd sessions [-search s]   live sessions of a running daemon
   hermesd tree [session key]     the live actor tree
   hermesd pairing list|approve|revoke <platform> [code|user]
+  hermesd health [-ready]        exit 0 when a running daemon answers /healthz (/readyz)
+  hermesd service install|uninstall   a systemd user unit for this binary
   hermesd reload                 re-read config.yaml and .env in a running daemon (as SIGHUP does)
   hermesd backup FILE            a consistent copy of the database, skills and config.yaml (while running)
   hermesd restore FILE           restore a backup into HERMES_HOME (hermesd stopped)
@@ -100,6 +102,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return setup(ctx, args, stdin, stdout, env)
 	case "config":
 		return configCmd(ctx, args, stdout, env)
+	case "health":
+		return health(ctx, args, stdout, env)
+	case "service":
+		return service(args, stdout, env)
 	case "reload":
 		return reload(ctx, args, stdout, env)
 	case "backup":
