@@ -83,9 +83,34 @@ type modelDone struct {
 	extra string
 }
 
-// turnPersisted reports that a finished turn's messages were written.
-type turnPersisted struct{ err error }
+// resumeSession activates a session (which answers what it owes on load).
+// recovered, if set, is called once that work is done: the runtime's
+// recovery at start bounds how many sessions recover at once with it.
+type resumeSession struct {
+	key       string
+	recovered func()
+}
 
-// resumeSession asks a session (activating it if needed) to answer the
-// unanswered messages it loaded, if it is not already busy.
-type resumeSession struct{ key string }
+// conversationReset is a /new or /reset applied at the edge: the store is
+// at conversation conv now. Routed like the command message m.
+type conversationReset struct {
+	m    *messages.UserMessage
+	conv int64
+}
+
+// turnExpired is the session's watchdog on its turn.
+type turnExpired struct{ turn uint64 }
+
+// bgGone is sent by a session to itself when a background child stopped or
+// ran out of time without answering.
+type bgGone struct {
+	turn uint64
+	why  string
+}
+
+// settled reports that a Settlement was written (or failed): its replies
+// may leave now.
+type settled struct {
+	replies []*messages.Delivery
+	err     error
+}

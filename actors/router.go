@@ -57,6 +57,8 @@ func (r *router) Receive(c actor.Context) {
 		r.route(c, m.GetSessionKey(), m)
 	case *resumeSession:
 		r.route(c, m.key, m)
+	case *conversationReset:
+		r.route(c, m.m.GetSessionKey(), m)
 	case *sweep:
 		r.sweep(c)
 	case *passivateReply:

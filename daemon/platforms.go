@@ -30,7 +30,7 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 		tc.WebhookURL, tc.WebhookSecret, tc.WebhookListen = cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret, cfg.TelegramWebhookListen
 		tc.RateLimit = cfg.TelegramRateLimit
 		// The adapter adds platform=telegram to its logger itself.
-		deps := telegram.Deps{Gate: gate, Log: d.log, Store: d.store}
+		deps := telegram.Deps{Gate: gate, Log: d.log, Store: inboxDedup{d.store}}
 		deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Telegram)
 		if tr != nil {
 			deps.Transcriber = tr
