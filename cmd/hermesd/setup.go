@@ -118,7 +118,17 @@ func setup(ctx context.Context, args []string, stdin io.Reader, w io.Writer, env
 	if err := config.Update(home, s.set); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "✓ wrote %s and %s (secrets, mode 0600)\n", filepath.Join(home, config.ConfigFile), filepath.Join(home, config.EnvFile))
+	var files []string
+	for _, f := range []struct{ name, what string }{{config.ConfigFile, "settings"}, {config.EnvFile, "secrets, mode 0600"}} {
+		if p := filepath.Join(home, f.name); fileExists(p) {
+			files = append(files, p+" ("+f.what+")")
+		}
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(w, "• nothing to write: every setting is at its default (web chat, offline assistant)")
+	} else {
+		fmt.Fprintf(w, "✓ saved: %s\n", strings.Join(files, ", "))
+	}
 	for _, k := range []string{"OPENAI_BASE_URL", "OPENAI_API_KEY", "HERMES_MODEL", "TELEGRAM_BOT_TOKEN", "TELEGRAM_ALLOWED_USERS", "DISCORD_BOT_TOKEN", "DISCORD_ALLOWED_USERS"} {
 		if _, inEnv := env(k); inEnv {
 			fmt.Fprintf(w, "! %s is also set in the environment, which wins over the files\n", k)

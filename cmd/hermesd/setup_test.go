@@ -104,7 +104,7 @@ func TestSetup_WizardWritesAConfigTheNextRunUses(t *testing.T) {
 		`✗ "not-a-number" is not a user id`,
 		"✓ allowlist: 4242",
 		"• Discord off",
-		"✓ wrote",
+		"✓ saved: " + filepath.Join(home, "config.yaml") + " (settings), " + filepath.Join(home, ".env") + " (secrets, mode 0600)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("setup output lacks %q:\n%s", want, out)
