@@ -16,6 +16,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
@@ -88,6 +89,8 @@ func TestChaos_EveryAcceptedMessageGetsExactlyOneOutcome(t *testing.T) {
 			switch c.Message().(type) {
 			case *messages.UserMessage, *modelDone, *toolRan:
 				if chance(faults[kind]) {
+					s, _ := identity.Of(c)
+					fmt.Fprintf(logs, "chaos: panic injected into %s on %T session=%s\n", kind, c.Message(), s.Key())
 					panic("chaos: injected into " + kind)
 				}
 			}
@@ -96,6 +99,11 @@ func TestChaos_EveryAcceptedMessageGetsExactlyOneOutcome(t *testing.T) {
 	for _, r := range recs {
 		<-r.ready
 	}
+	h.rt.System().EventStream.Subscribe(func(evt any) {
+		if dl, ok := evt.(*actor.DeadLetterEvent); ok {
+			fmt.Fprintf(logs, "dead letter to %s: %T %v\n", dl.PID.GetId(), dl.Message, dl.Message)
+		}
+	})
 
 	sessions := chaosSessions(1000)
 	var wg sync.WaitGroup

@@ -69,6 +69,7 @@ func (m *Memory) LoadSession(_ context.Context, s messages.Session, limit int) (
 	st := SessionState{Voice: ms.voice, Busy: ms.busy, Conversation: ms.conv}
 	pending := make(map[uint64]bool)
 	for _, in := range ms.inbox {
+		st.LastAccepted = max(st.LastAccepted, in.m.GetInboxSeq())
 		if in.outcome == "" {
 			pending[in.m.GetInboxSeq()] = true
 			st.Pending = append(st.Pending, proto.Clone(in.m).(*messages.UserMessage))

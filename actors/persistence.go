@@ -29,6 +29,10 @@ type SessionState struct {
 	// still be on their way to the session, or that a crash, a timeout or a
 	// passivation left unanswered. The session answers each exactly once.
 	Pending []*messages.UserMessage
+	// LastAccepted is the highest inbox seq of the session when it was read,
+	// before Pending: a message routed to the session with a seq up to it
+	// is among Pending or was settled already, and starts nothing.
+	LastAccepted uint64
 	// Unsent are replies queued in the outbox that the platform has not
 	// confirmed, in order; the session sends them before anything else.
 	Unsent []*messages.Delivery

@@ -37,6 +37,9 @@ type session struct {
 	behavior actor.Behavior
 	// stash holds what arrived while loading, replayed in order once loaded.
 	stash []any
+	// loadID tells this instance's load from one an earlier incarnation
+	// started before it panicked (its result still arrives here).
+	loadID uint64
 
 	// saving is set while settings are written; saveAgain when they changed
 	// meanwhile.
@@ -46,10 +49,12 @@ type session struct {
 	busy    messages.BusyPolicy
 	conv    int64 // current conversation (see SessionState.Conversation)
 	history []model.Message
-	// absorbed are the inbox seqs of pending messages taken in at load:
-	// their copies still on the way through the mailbox start nothing.
-	absorbed map[uint64]bool
-	queued   []*messages.UserMessage
+	// seen is the highest inbox seq the session's load knew of: a message
+	// with a seq up to it was taken in at load (pending) or settled before,
+	// by this instance or an earlier one; its copy still on the way through
+	// the mailbox starts nothing.
+	seen   uint64
+	queued []*messages.UserMessage
 
 	// turnSeq is the id of the last child turn started, from a counter of
 	// the runtime's: ids stay unique across restarts of this actor, so a
@@ -118,11 +123,13 @@ func (a *session) loading(c actor.Context) {
 	case *actor.Started:
 		a.started(c)
 	case *stateLoaded:
-		a.handleLoaded(c, m)
+		if m.id == a.loadID {
+			a.handleLoaded(c, m)
+		}
 	case *actor.Stopping, *actor.Restarting:
 		a.stopping()
 	case *passivate:
-		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed})
+		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask})
 	case *actor.Stopped, *actor.ReceiveTimeout, *actor.Terminated:
 	default:
 		a.stash = append(a.stash, m)
@@ -132,20 +139,22 @@ func (a *session) loading(c actor.Context) {
 // loaded is the behavior of a session with its state.
 func (a *session) loaded(c actor.Context) {
 	switch m := c.Message().(type) {
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Restarting:
+		a.logger().Debug("session restarting")
+		a.stopping()
+	case *actor.Stopping:
 		a.stopping()
 	case *passivate:
 		// Everything the router sent before asking is handled already (one
-		// sender, FIFO); what it sent since, it knows of (routed differs),
-		// so a restart of this actor cannot make it miscount.
+		// sender, FIFO); anything it sent since voids the question.
 		ok := a.idle(c)
 		if ok && a.sweepBeforeIdle(c) {
 			ok = false // save what is worth keeping first; asked again later
 		}
-		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed, ok: ok})
+		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask, ok: ok})
 	case *actor.Terminated:
 		a.handleTerminated(c, m)
-	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout:
+	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded:
 	default:
 		a.handle(c, m)
 	}
@@ -228,11 +237,13 @@ func (a *session) logger() *slog.Logger { return a.rt.log.With("session", a.s.Ke
 func (a *session) load(c actor.Context) {
 	s, limit, p, timeout := a.s, a.rt.cfg.HistoryLimit, a.rt.persist, a.rt.cfg.StoreTimeout
 	self, root := c.Self(), c.ActorSystem().Root
+	a.loadID = a.rt.turnIDs.Add(1)
+	id := a.loadID
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		st, err := p.LoadSession(ctx, s, limit)
-		root.Send(self, &stateLoaded{st, err})
+		root.Send(self, &stateLoaded{id: id, state: st, err: err})
 	}()
 }
 
@@ -259,12 +270,12 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 		a.enqueue(c, st.Unsent)
 		pending = st.Pending
 	}
+	a.logger().Debug("session loaded", "pending", len(pending), "unsent", len(m.state.Unsent), "stashed", len(a.stash))
+	if m.err == nil {
+		a.seen = m.state.LastAccepted
+	}
 	if len(pending) > 0 {
 		a.logger().Info("answering messages accepted before this activation", "pending", len(pending))
-		a.absorbed = make(map[uint64]bool, len(pending))
-		for _, p := range pending {
-			a.absorbed[p.GetInboxSeq()] = true
-		}
 		a.answerPending(c, pending)
 	}
 	stash := a.stash
@@ -310,8 +321,8 @@ func (a *session) idle(c actor.Context) bool {
 }
 
 func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
-	if seq := m.GetInboxSeq(); seq != 0 && a.absorbed[seq] {
-		delete(a.absorbed, seq) // taken in at load already
+	if seq := m.GetInboxSeq(); seq != 0 && seq <= a.seen {
+		a.logger().Debug("message taken in at load already", "message", m.GetMessageId())
 		return
 	}
 	if cmd, arg, ok := parseCommand(m.GetText()); ok {
@@ -389,6 +400,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 			textReply("⚠️ Internal error: could not start a turn.", inputs, originTurn)}})
 		return
 	}
+	a.logger().Debug("turn started", "turn", a.turnSeq, "inputs", answers(inputs))
 	rt := &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, conv: a.conv, voiceIn: voiceIn, started: time.Now()}
 	a.turn = rt
 	a.rt.obs.TurnStarted(a.s)

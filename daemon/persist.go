@@ -29,6 +29,12 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
 	}
+	// Read before Pending: a message accepted in between is pending then,
+	// or has a higher seq; never both missing and counted as seen.
+	last, err := p.st.LastAccepted(ctx, key)
+	if err != nil {
+		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
+	}
 	pending, err := p.st.Pending(ctx, key)
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
@@ -41,7 +47,7 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load history %s: %w", key, err)
 	}
-	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy, Conversation: rec.Conversation, Unsent: unsent}
+	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy, Conversation: rec.Conversation, Unsent: unsent, LastAccepted: last}
 	if st.Conversation == 0 {
 		st.Conversation = 1
 	}
@@ -132,4 +138,6 @@ func (p persistence) Owed(ctx context.Context) ([]string, error) { return p.st.O
 type inboxDedup struct{ *store.Store }
 
 // MarkSeen reports every id as new.
-func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) { return true, nil }
+func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) {
+	return true, nil
+}
