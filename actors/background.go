@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,28 +20,41 @@ import (
 // session, they are bound to its Session like everything else below it, so
 // whatever they deliver goes to this conversation in its platform's format.
 
-// Kinds of background turns beyond tools.Background.
+// turnKind is what a turn-shaped child of a session is for.
+type turnKind string
+
+// Turn kinds: the user's turn, the background kinds, and sub-agents.
 const (
-	kindCron     = "cron"
-	kindDelegate = "delegate"
+	kindTurn       turnKind = "turn"
+	kindReview              = turnKind(tools.SkillReview)
+	kindSweep               = turnKind(tools.MemorySweep)
+	kindBackground          = turnKind(tools.BackgroundPrompt)
+	kindCron       turnKind = "cron"
+	kindDelegate   turnKind = "delegate"
 )
 
 // startBackground is a request from a bound actor (a tool, a turn) to its
 // session: run prompt as a background child.
 type startBackground struct {
-	kind   string
+	kind   turnKind
 	prompt string
 	// answers, if set, is the command message this follow-up acknowledges.
-	answers string
+	answers *messages.UserMessage
 }
 
 // bgTurn is a running background child.
 type bgTurn struct {
 	pid    *actor.PID
 	cancel context.CancelFunc
-	kind   string
+	kind   turnKind
+	conv   int64
 	spoke  bool // it already delivered speech: no auto-voice for its answer
+	expiry *time.Timer
 }
+
+// maxBackgroundWaiting bounds the follow-ups waiting for a slot; past it a
+// cron run is refused (and logged) rather than held without limit.
+const maxBackgroundWaiting = 64
 
 const (
 	reviewInstructions = "[skill review] This is a background review, not a message from the user. Look at the recent conversation. " +
@@ -64,48 +78,52 @@ func (rt *Runtime) background(c actor.Context, session *actor.PID, kind tools.Ba
 	if strings.TrimSpace(prompt) == "" && kind == tools.BackgroundPrompt {
 		return errors.New("background prompt is empty")
 	}
-	c.Send(session, &startBackground{kind: string(kind), prompt: prompt})
+	c.Send(session, &startBackground{kind: turnKind(kind), prompt: prompt})
 	return nil
 }
 
 // handleStartBackground spawns a background turn of kind as a child of the
-// session.
+// session. A cron run or /background prompt that finds every slot taken
+// waits for one; a periodic review or sweep is skipped (the next comes).
 func (a *session) handleStartBackground(c actor.Context, m *startBackground) {
-	if a.state != loaded {
-		// Rare (a follow-up asked for before the session loaded): try again
-		// once the state is there, behind the messages already waiting.
-		c.Send(c.Self(), m)
-		return
-	}
+	periodic := m.kind == kindReview || m.kind == kindSweep
 	for _, b := range a.bg {
-		if b.kind == m.kind && m.kind != string(tools.BackgroundPrompt) && m.kind != kindCron {
+		if periodic && b.kind == m.kind {
 			return // one review and one sweep at a time is plenty
 		}
 	}
 	if len(a.bg) >= a.rt.cfg.MaxBackground {
-		a.logger().Warn("background follow-up refused: too many running", "kind", m.kind)
-		if m.answers != "" {
-			a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "⏳ Too many background tasks are running; try again later.", Answers: []string{m.answers}, Last: true, Origin: "command"})
+		switch {
+		case periodic:
+			a.logger().Info("periodic follow-up skipped: background slots full", "kind", m.kind)
+		case len(a.bgWaiting) < maxBackgroundWaiting:
+			a.bgWaiting = append(a.bgWaiting, m)
+			if m.answers != nil {
+				a.reply(c, m.answers, "⏳ Other background tasks are running; this one starts when one of them is done.")
+			}
+		default:
+			a.logger().Warn("background follow-up refused: too many waiting", "kind", m.kind)
+			if m.answers != nil {
+				a.reply(c, m.answers, "⏳ Too many background tasks are waiting; try again later.")
+			}
 		}
 		return
 	}
-	a.turnSeq++
+	a.turnSeq = a.rt.turnIDs.Add(1)
 	ctx, cancel := context.WithTimeout(a.rt.ctx, a.rt.cfg.TurnTimeout)
 	t := &turn{rt: a.rt, ctx: ctx, id: a.turnSeq, session: c.Self(), reportTo: c.Self(), history: a.history, kind: m.kind}
 	prompt := m.prompt
-	switch tools.Background(m.kind) {
-	case tools.SkillReview:
+	switch m.kind {
+	case kindReview:
 		t.instructions, t.allow = reviewInstructions, only("skills", "memory", "text_to_speech")
 		if prompt == "" {
 			prompt = reviewPrompt
 		}
-	case tools.MemorySweep:
+	case kindSweep:
 		t.instructions, t.allow = sweepInstructions, only("memory", "text_to_speech")
 		if prompt == "" {
 			prompt = sweepPrompt
 		}
-	default: // background prompt, cron run: a full turn whose answer is delivered
-		t.persist = true
 	}
 	t.inputs = []*messages.UserMessage{{Text: prompt}}
 	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("%s-%d", m.kind, a.turnSeq))
@@ -117,22 +135,38 @@ func (a *session) handleStartBackground(c actor.Context, m *startBackground) {
 	if a.bg == nil {
 		a.bg = make(map[uint64]*bgTurn)
 	}
-	a.bg[a.turnSeq] = &bgTurn{pid: pid, cancel: cancel, kind: m.kind}
-	if m.answers != "" {
-		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "⏳ Working on it in the background; the result will arrive here.", Answers: []string{m.answers}, Last: true, Origin: "command"})
+	id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
+	a.bg[id] = &bgTurn{pid: pid, cancel: cancel, kind: m.kind, conv: a.conv,
+		expiry: time.AfterFunc(a.rt.cfg.TurnTimeout+turnGrace, func() { sys.Root.Send(self, &bgGone{turn: id, why: "timed out"}) })}
+	if m.answers != nil {
+		a.reply(c, m.answers, "⏳ Working on it in the background; the result will arrive here.")
+	}
+}
+
+// endBackground forgets background child id and starts what waited for its
+// slot.
+func (a *session) endBackground(c actor.Context, id uint64, b *bgTurn) {
+	b.cancel()
+	b.expiry.Stop()
+	c.Stop(b.pid)
+	delete(a.bg, id)
+	for len(a.bgWaiting) > 0 && len(a.bg) < a.rt.cfg.MaxBackground {
+		next := a.bgWaiting[0]
+		a.bgWaiting = a.bgWaiting[1:]
+		next.answers = nil // acknowledged when it was queued
+		a.handleStartBackground(c, next)
 	}
 }
 
 // handleBackgroundDone delivers what a background child produced into the
 // conversation: the answer of a cron run or background prompt, or a review's
 // note ("memory updated") unless it saved nothing.
-func (a *session) handleBackgroundDone(c actor.Context, b *bgTurn, m *turnDone) {
-	b.cancel()
-	c.Stop(b.pid)
-	delete(a.bg, m.turn)
+func (a *session) handleBackgroundDone(c actor.Context, id uint64, b *bgTurn, m *turnDone) {
+	a.endBackground(c, id, b)
 	text := strings.TrimSpace(m.reply)
+	st := Settlement{Conversation: b.conv}
 	switch b.kind {
-	case string(tools.SkillReview), string(tools.MemorySweep):
+	case kindReview, kindSweep:
 		if m.failed || text == "" || strings.EqualFold(strings.Trim(text, ".! "), "nothing") {
 			return
 		}
@@ -140,27 +174,58 @@ func (a *session) handleBackgroundDone(c actor.Context, b *bgTurn, m *turnDone) 
 	default:
 		if !m.failed {
 			a.history = append(a.history, m.produced...)
+			st.History = m.produced
 		}
 		if text == "" {
+			if len(st.History) > 0 {
+				a.settle(c, st)
+			}
 			return
 		}
 	}
-	wantVoice := !m.failed && !b.spoke && a.voice == messages.VoiceTTS && (b.kind == kindCron || b.kind == string(tools.BackgroundPrompt))
-	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: text, Last: !wantVoice, Origin: b.kind})
+	wantVoice := !m.failed && !b.spoke && a.voice == messages.VoiceTTS && (b.kind == kindCron || b.kind == kindBackground)
+	st.Replies = []*messages.Delivery{{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: text, Last: !wantVoice, Origin: string(b.kind)}}
 	if wantVoice {
-		a.speak(c, text, nil, "")
+		st.Replies = append(st.Replies, a.voicePlaceholder(text, nil, string(b.kind)))
+	}
+	a.settle(c, st)
+}
+
+// handleBackgroundGone frees the slot of a background child that died or
+// ran out of time without answering; a cron run or /background prompt says
+// so in the chat, since the user waits for it.
+func (a *session) handleBackgroundGone(c actor.Context, m *bgGone) {
+	b := a.bg[m.turn]
+	if b == nil {
+		return
+	}
+	a.logger().Warn("background follow-up ended without answering", "kind", b.kind, "why", m.why)
+	a.endBackground(c, m.turn, b)
+	if b.kind == kindCron || b.kind == kindBackground {
+		a.settle(c, Settlement{Replies: []*messages.Delivery{{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT,
+			Text: "⚠️ A " + backgroundName(b.kind) + " " + m.why + ".", Last: true, Origin: string(b.kind)}}})
 	}
 }
 
-// cancelBackground stops every background child (on /stop, /new, stop).
+func backgroundName(k turnKind) string {
+	if k == kindCron {
+		return "scheduled task"
+	}
+	return "background task"
+}
+
+// cancelBackground stops every background child (on /stop, /new, stop) and
+// forgets those waiting for a slot.
 func (a *session) cancelBackground(c actor.Context) {
 	for id, b := range a.bg {
 		b.cancel()
+		b.expiry.Stop()
 		if c != nil {
 			c.Stop(b.pid)
 		}
 		delete(a.bg, id)
 	}
+	a.bgWaiting = nil
 }
 
 // afterTurn starts the periodic follow-ups: a skill review every
@@ -170,11 +235,11 @@ func (a *session) afterTurn(c actor.Context) {
 	a.sinceSweep++
 	if n := a.rt.cfg.ReviewEvery; n > 0 && a.sinceReview >= n {
 		a.sinceReview = 0
-		a.handleStartBackground(c, &startBackground{kind: string(tools.SkillReview)})
+		a.handleStartBackground(c, &startBackground{kind: kindReview})
 	}
 	if n := a.rt.cfg.SweepEvery; n > 0 && a.sinceSweep >= n {
 		a.sinceSweep = 0
-		a.handleStartBackground(c, &startBackground{kind: string(tools.MemorySweep)})
+		a.handleStartBackground(c, &startBackground{kind: kindSweep})
 	}
 }
 
@@ -185,76 +250,13 @@ func (a *session) sweepBeforeIdle(c actor.Context) bool {
 		return false
 	}
 	a.sinceSweep = 0
-	a.handleStartBackground(c, &startBackground{kind: string(tools.MemorySweep)})
+	a.handleStartBackground(c, &startBackground{kind: kindSweep})
 	return len(a.bg) > 0
 }
 
 // only returns a tool filter allowing exactly names.
 func only(names ...string) func(string) bool {
-	return func(n string) bool {
-		for _, x := range names {
-			if n == x {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// delegate runs a sub-agent turn as a child of the calling tool actor: it
-// inherits the conversation's identity by construction, its voice replies
-// go to the same session, and cancelling the caller cancels it. It blocks
-// the tool (which runs on its own goroutine) until the sub-agent answers.
-func (rt *Runtime) delegate(ctx context.Context, c actor.Context, a *toolActor, task string) (string, error) {
-	if strings.TrimSpace(task) == "" {
-		return "", errors.New("delegate_task: the task is empty")
-	}
-	if a.depth >= rt.cfg.MaxDelegateDepth {
-		return "", fmt.Errorf("delegate_task: sub-agents may not delegate further (depth %d)", a.depth)
-	}
-	// Two bounds: per calling turn (as Hermes: three children at a time)
-	// and for the whole daemon (so many users delegating cannot swamp it).
-	for _, sem := range []chan struct{}{a.delegates, rt.delegates} {
-		if sem == nil {
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-		case <-ctx.Done():
-			return "", fmt.Errorf("delegate_task: waiting for a free sub-agent slot: %w", ctx.Err())
-		}
-	}
-	timeout := rt.cfg.TurnTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
-	}
-	f := actor.NewFuture(c.ActorSystem(), timeout)
-	t := &turn{
-		// The sub-agent's id is its caller's turn: whatever it says aloud is
-		// part of that turn's answer in the session.
-		rt: rt, ctx: ctx, id: a.turn, session: a.session, reportTo: f.PID(), kind: kindDelegate, depth: a.depth + 1,
-		inputs: []*messages.UserMessage{{Text: task}},
-		allow:  func(n string) bool { return n != "delegate_task" },
-		instructions: "[sub-agent] You are a sub-agent working on one task for the main assistant. " +
-			"Do the task and answer with the result only; the main assistant will relay it.",
-	}
-	rt.delegateSeq.Add(1)
-	if _, err := c.SpawnNamed(rt.turnProps(t), fmt.Sprintf("delegate-%d", rt.delegateSeq.Load())); err != nil {
-		return "", fmt.Errorf("delegate_task: start sub-agent: %w", err)
-	}
-	res, err := f.Result()
-	if err != nil {
-		return "", fmt.Errorf("delegate_task: %w", err)
-	}
-	done, ok := res.(*turnDone)
-	if !ok {
-		return "", fmt.Errorf("delegate_task: unexpected answer %T", res)
-	}
-	if done.failed {
-		return "", fmt.Errorf("delegate_task: the sub-agent failed: %s", done.reply)
-	}
-	return done.reply, nil
+	return func(n string) bool { return slices.Contains(names, n) }
 }
 
 // jobsChanged wakes the scheduler (a tool created or removed a job).

@@ -51,18 +51,11 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 			a.reply(c, m, "Usage: /background <prompt>")
 			return
 		}
-		a.handleStartBackground(c, &startBackground{kind: "background", prompt: arg, answers: m.GetMessageId()})
+		a.handleStartBackground(c, &startBackground{kind: kindBackground, prompt: arg, answers: m})
 	case "new", "reset":
-		ids := []string{m.GetMessageId()}
-		if a.turn != nil {
-			ids = append(answers(a.turn.inputs), ids...)
-			a.cancelTurn(c, "reset")
-		}
-		a.cancelBackground(c)
-		a.cancelSpeech(c)
-		a.queued = nil
-		a.history = nil
-		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "✨ Started a new conversation.", Answers: ids, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
+		// Applied at the edge, which routes a conversationReset instead; a
+		// /new that reaches here was not (a test's direct send).
+		a.reply(c, m, "Send /new again to start a new conversation.")
 	case "voice":
 		a.voiceCommand(c, m, arg)
 	case "busy":
@@ -85,21 +78,44 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 
 // stop cancels the running turn and everything it started; the session is
 // quiet as soon as this returns (late results of that turn are ignored).
+// The cancelled messages get their outcome with the "Stopped" reply.
 func (a *session) stop(c actor.Context, m *messages.UserMessage) {
 	spoke := a.cancelSpeech(c)
-	if a.turn == nil && len(a.queued) == 0 && len(a.bg) == 0 && !spoke {
+	if a.turn == nil && len(a.queued) == 0 && len(a.bg) == 0 && len(a.bgWaiting) == 0 && !spoke {
 		a.reply(c, m, "Nothing is running.")
 		return
 	}
 	a.cancelBackground(c)
-	ids := []string{m.GetMessageId()}
+	var inputs []*messages.UserMessage
 	if a.turn != nil {
-		ids = append(answers(a.turn.inputs), ids...)
+		inputs = append(inputs, a.turn.inputs...)
 		a.cancelTurn(c, "stopped")
 	}
-	ids = append(ids, answers(a.queued)...)
+	inputs = append(inputs, a.queued...)
 	a.queued = nil
-	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "⏹ Stopped.", Answers: ids, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
+	d := textReply("⏹ Stopped.", append(inputs, m), originCommand)
+	a.settle(c, Settlement{Inputs: seqs(inputs), Outcome: Cancelled, Replies: []*messages.Delivery{d}})
+	a.checkRecovered()
+}
+
+// handleReset starts a new conversation (/new, /reset): the edge already
+// moved the store to conversation m.conv; the session cancels its running
+// and queued work and tells the user, settling those messages with it.
+func (a *session) handleReset(c actor.Context, m *conversationReset) {
+	a.cancelSpeech(c)
+	var inputs []*messages.UserMessage
+	if a.turn != nil {
+		inputs = append(inputs, a.turn.inputs...)
+		a.cancelTurn(c, "reset")
+	}
+	a.cancelBackground(c)
+	inputs = append(inputs, a.queued...)
+	a.queued = nil
+	a.history = nil
+	a.conv = m.conv
+	d := textReply("✨ Started a new conversation.", append(inputs, m.m), originCommand)
+	a.settle(c, Settlement{Inputs: seqs(inputs), Outcome: Cancelled, Replies: []*messages.Delivery{d}})
+	a.checkRecovered()
 }
 
 func (a *session) voiceCommand(c actor.Context, m *messages.UserMessage, arg string) {
@@ -142,20 +158,22 @@ func (a *session) saveSettings(c actor.Context) {
 	}
 	a.saving = true
 	s, v, b, p, timeout := a.s, a.voice, a.busy, a.rt.persist, a.rt.cfg.StoreTimeout
-	await(c, timeout, func() (any, error) {
+	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		return nil, p.SaveSettings(ctx, s, v, b)
-	}, func(_ any, err error) {
-		a.saving = false
-		if err != nil {
-			a.logger().Error("save session settings", "err", err)
-		}
-		if a.saveAgain {
-			a.saveAgain = false
-			a.saveSettings(c)
-		}
+		return &settingsSaved{p.SaveSettings(ctx, s, v, b)}
 	})
+}
+
+func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
+	a.saving = false
+	if m.err != nil {
+		a.logger().Error("save session settings", "err", m.err)
+	}
+	if a.saveAgain {
+		a.saveAgain = false
+		a.saveSettings(c)
+	}
 }
 
 func (a *session) status() string {

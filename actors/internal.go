@@ -19,6 +19,8 @@ type turnDone struct {
 	// unsteered are steer messages the turn could not use (it had already
 	// made its last model call); the session queues them.
 	unsteered []*messages.UserMessage
+	// tokensIn and tokensOut are the model's usage over the turn.
+	tokensIn, tokensOut int
 }
 
 // voiceReply is sent by a bound actor (a tool) to its session: deliver this
@@ -38,16 +40,16 @@ type toolResult struct {
 	err     error
 }
 
-// passivate asks a session whether it may be stopped; routed is how many
-// messages the router had sent it when it asked.
-type passivate struct{ routed uint64 }
+// passivate asks a session whether it may be stopped; ask identifies the
+// question, and the router trusts only the answer to its latest question to
+// the current incarnation of the session.
+type passivate struct{ ask uint64 }
 
-// passivateReply answers passivate: ok when the session handled every one
-// of those messages and nothing runs.
+// passivateReply answers passivate: ok when nothing runs, waits or is unsent.
 type passivateReply struct {
-	key    string
-	routed uint64
-	ok     bool
+	key string
+	ask uint64
+	ok  bool
 }
 
 // sweep is the router's periodic idle scan.
@@ -72,6 +74,7 @@ type toolGone struct{ callID string }
 
 // stateLoaded reports a session's state, loaded off its goroutine.
 type stateLoaded struct {
+	id    uint64
 	state SessionState
 	err   error
 }
@@ -83,9 +86,37 @@ type modelDone struct {
 	extra string
 }
 
-// turnPersisted reports that a finished turn's messages were written.
-type turnPersisted struct{ err error }
+// resumeSession activates a session (which answers what it owes on load).
+// recovered, if set, is called once that work is done: the runtime's
+// recovery at start bounds how many sessions recover at once with it.
+type resumeSession struct {
+	key       string
+	recovered func()
+}
 
-// resumeSession asks a session (activating it if needed) to answer the
-// unanswered messages it loaded, if it is not already busy.
-type resumeSession struct{ key string }
+// conversationReset is a /new or /reset applied at the edge: the store is
+// at conversation conv now. Routed like the command message m.
+type conversationReset struct {
+	m    *messages.UserMessage
+	conv int64
+}
+
+// turnExpired is the session's watchdog on its turn.
+type turnExpired struct{ turn uint64 }
+
+// bgGone is sent by a session to itself when a background child stopped or
+// ran out of time without answering.
+type bgGone struct {
+	turn uint64
+	why  string
+}
+
+// settingsSaved reports that the session's settings were written.
+type settingsSaved struct{ err error }
+
+// settled reports that a Settlement was written (or failed): its replies
+// may leave now.
+type settled struct {
+	replies []*messages.Delivery
+	err     error
+}

@@ -36,7 +36,7 @@ func TestDocs_ActortypeListsEveryKind(t *testing.T) {
 			return true
 		})
 	}
-	if len(kinds) < 5 || !slices.Contains(kinds, KindSession) {
+	if len(kinds) < 5 || !slices.Contains(kinds, string(KindSession)) {
 		t.Fatalf("found kinds %v: the source scan is broken", kinds)
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "metrics.md"))

@@ -52,6 +52,10 @@ type Config struct {
 	DefaultBusy messages.BusyPolicy
 	// SystemPrompt starts every model conversation.
 	SystemPrompt string
+	// RecoveryConcurrency bounds how many sessions answer what they owed at
+	// start at the same time (0 means 32), so a restart with a long backlog
+	// does not stampede the model.
+	RecoveryConcurrency int
 	// ModelName is shown by /status.
 	ModelName string
 	// ReviewEvery and SweepEvery start a skill review / memory sweep after
@@ -123,24 +127,33 @@ type Deps struct {
 	PromptContext func(ctx context.Context, s messages.Session, senderID string) string
 	// Jobs, if set, starts the scheduler over these persisted jobs.
 	Jobs Jobs
+	// Fault, if set, is called first in every Receive of the session,
+	// turn, background, and tool actors with the actor's kind (a Kind
+	// constant); tests panic from it to inject failures where production
+	// code would fail. Lifecycle messages are not passed to it.
+	Fault func(kind Kind, c actor.Context)
 	// Instrument, if set, decorates the Props of every actor the runtime
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
-	Instrument func(kind string, p *actor.Props) *actor.Props
+	Instrument func(kind Kind, p *actor.Props) *actor.Props
 }
 
-// Actor kinds, as passed to Deps.Instrument and shown by inspection.
+// Kind is what an actor of the tree is, as passed to Deps.Instrument and
+// Deps.Fault and shown by inspection and metrics (the actortype label).
+type Kind string
+
+// Actor kinds.
 const (
-	KindRouter  = "router"
-	KindSession = "session"
-	KindTurn    = "turn"
+	KindRouter  Kind = "router"
+	KindSession Kind = "session"
+	KindTurn    Kind = "turn"
 	// KindBackground is a review, memory sweep, cron run or /background
 	// prompt: a turn-shaped child of the session that is not the user's turn.
-	KindBackground = "background"
-	KindTool       = "tool"
-	KindOutbox     = "outbox"
-	KindTTS        = "tts"
-	KindScheduler  = "scheduler"
+	KindBackground Kind = "background"
+	KindTool       Kind = "tool"
+	KindOutbox     Kind = "outbox"
+	KindTTS        Kind = "tts"
+	KindScheduler  Kind = "scheduler"
 )
 
 // Runtime is a running actor tree.
@@ -161,11 +174,15 @@ type Runtime struct {
 	routers  []*actor.PID
 
 	sessionProps  *actor.Props
-	instrument    func(kind string, p *actor.Props) *actor.Props
+	faultHook     func(kind Kind, c actor.Context)
+	recovering    sync.WaitGroup
+	instrument    func(kind Kind, p *actor.Props) *actor.Props
 	promptContext func(ctx context.Context, s messages.Session, senderID string) string
 	scheduler     *actor.PID
 	delegates     chan struct{}
 	delegateSeq   atomic.Uint64
+	turnIDs       atomic.Uint64
+	shutdownOnce  sync.Once
 
 	// ctx is the parent of every turn's context; deliverCtx of every send.
 	ctx, deliverCtx       context.Context
@@ -204,11 +221,11 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		guard:      d.Guard,
 		adapters:   make(map[messages.Platform]platforms.Adapter),
 		outboxes:   make(map[messages.Platform]*actor.PID),
-		instrument: d.Instrument, promptContext: d.PromptContext,
+		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
 	}
 	if rt.instrument == nil {
-		rt.instrument = func(_ string, p *actor.Props) *actor.Props { return p }
+		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
 	}
 	rt.obs = counting{d.Observer, &rt.runningTurns}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
@@ -267,6 +284,9 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		}
 	}
 
+	rt.recovering.Add(1)
+	go rt.recoverOwed()
+
 	actx, cancel := context.WithCancel(context.Background())
 	rt.cancelAdapters = cancel
 	for _, a := range d.Adapters {
@@ -315,27 +335,81 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 	switch {
 	case isCmd && (cmd == "new" || cmd == "reset"):
 		// Applied here, before routing, so later messages land in the new
-		// conversation.
-		err = rt.persist.NewConversation(ctx, s)
+		// conversation; the session learns the conversation's number.
+		conv, err := rt.persist.NewConversation(ctx, s)
+		if err != nil {
+			rt.log.Error("start a new conversation", "session", s.Key(), "err", err)
+			return fmt.Errorf("start a new conversation: %w", err)
+		}
+		rt.sys.Root.Send(rt.routerOf(s.Key()), &conversationReset{m: m, conv: conv})
+		return nil
 	case isCmd:
 		// Commands steer the session; they are not part of the conversation.
 	default:
-		err = rt.persist.AppendUser(ctx, s, m)
+		seq, err := rt.persist.Accept(ctx, s, m)
 		if errors.Is(err, ErrDuplicate) {
-			// Already accepted once. Routing it again could start a second
-			// turn for it; instead make sure its session answers whatever
-			// it holds unanswered — this message, if it never was.
+			// Accepted once already: its session answers it (activating
+			// loads it as pending); routing it again could answer it twice.
 			rt.log.Info("platform sent a message again; not starting a second turn", "session", s.Key(), "message", m.GetMessageId())
 			rt.sys.Root.Send(rt.routerOf(s.Key()), &resumeSession{key: s.Key()})
 			return nil
 		}
-	}
-	if err != nil {
-		rt.log.Error("persist inbound message", "session", s.Key(), "err", err)
-		return fmt.Errorf("persist message: %w", err)
+		if err != nil {
+			rt.log.Error("persist inbound message", "session", s.Key(), "err", err)
+			return fmt.Errorf("persist message: %w", err)
+		}
+		m.InboxSeq = seq
 	}
 	rt.sys.Root.Send(rt.routerOf(m.GetSessionKey()), m)
 	return nil
+}
+
+// recoverOwed activates, at start, every session that owes work (pending
+// inputs, unconfirmed replies), oldest first, at most RecoveryConcurrency at
+// a time: each answers what it owes before the next one starts.
+func (rt *Runtime) recoverOwed() {
+	defer rt.recovering.Done()
+	ctx, cancel := context.WithTimeout(rt.ctx, rt.cfg.StoreTimeout)
+	keys, err := rt.persist.Owed(ctx)
+	cancel()
+	if err != nil {
+		rt.log.Error("find sessions that owe work", "err", err)
+		return
+	}
+	if len(keys) == 0 {
+		return
+	}
+	rt.log.Info("recovering sessions that owe work", "sessions", len(keys))
+	n := rt.cfg.RecoveryConcurrency
+	if n <= 0 {
+		n = 32
+	}
+	slots := make(chan struct{}, n)
+	for _, key := range keys {
+		select {
+		case slots <- struct{}{}:
+		case <-rt.ctx.Done():
+			return
+		}
+		var once sync.Once
+		free := func() { once.Do(func() { <-slots }) }
+		// A session that dies before it is done must not hold its slot.
+		time.AfterFunc(rt.cfg.TurnTimeout+turnGrace, free)
+		rt.sys.Root.Send(rt.routerOf(key), &resumeSession{key: key, recovered: free})
+	}
+}
+
+// fault runs the test hook for an actor of kind, except on lifecycle
+// messages.
+func (rt *Runtime) fault(kind Kind, c actor.Context) {
+	if rt.faultHook == nil {
+		return
+	}
+	switch c.Message().(type) {
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
+		return
+	}
+	rt.faultHook(kind, c)
 }
 
 // Fire routes a due scheduled job to its session, activating it from the
@@ -350,7 +424,14 @@ func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
 
 // Shutdown stops accepting messages, lets running turns finish for up to
 // grace, then cancels what is left, drains the outboxes and stops the system.
+// A second call returns at once.
 func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
+	var err error
+	rt.shutdownOnce.Do(func() { err = rt.shutdown(ctx, grace) })
+	return err
+}
+
+func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	rt.accepting.Store(false)
 	rt.cancelAdapters()
 	rt.adaptersWG.Wait()
@@ -360,6 +441,7 @@ func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
 		time.Sleep(20 * time.Millisecond) // shutdown only: a bounded poll
 	}
 	rt.cancel()
+	rt.recovering.Wait()
 	if rt.scheduler != nil {
 		_ = rt.sys.Root.StopFuture(rt.scheduler).Wait()
 	}
@@ -419,12 +501,12 @@ func (rt *Runtime) indicates(p messages.Platform) bool {
 	return ok
 }
 
+// turnProps are the Props of turn t; the producer makes a fresh copy of t,
+// so no instance is ever reused (a restart would otherwise run on the state
+// the failed instance left).
 func (rt *Runtime) turnProps(t *turn) *actor.Props {
-	kind := KindTurn
-	if t.kind != "turn" && t.kind != kindDelegate {
-		kind = KindBackground
-	}
-	return rt.instrument(kind, actor.PropsFromProducer(func() actor.Actor { return t },
+	tmpl := *t
+	return rt.instrument(t.actorKind(), actor.PropsFromProducer(func() actor.Actor { t := tmpl; return &t },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
 }
 
@@ -434,9 +516,10 @@ func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, t *turn, 
 		t.delegates = make(chan struct{}, max(rt.cfg.MaxDelegates, 1))
 	}
 	sem := t.delegates
+	// A sub-agent is the tool's child: it is stopped, never restarted.
 	return rt.instrument(KindTool, actor.PropsFromProducer(func() actor.Actor {
 		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender, depth: depth, delegates: sem}
-	}))
+	}, actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
 }
 
 // systemPrompt is the configured prompt plus what the model should know

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,59 +20,68 @@ import (
 
 // session is the actor for one conversation. It is named by its session key
 // and bound to that Session at spawn (identity.ByName); everything it spawns
-// inherits the binding. It never blocks: loading, turns and deliveries all
-// run elsewhere and report back as messages.
+// inherits the binding. It never blocks: loading, turns, writes and
+// deliveries all run elsewhere and report back as messages.
 //
-// It owns the conversation's order: inbound messages are handled in the
-// order the router received them, and replies leave through the platform
-// outbox numbered by seq.
+// It owns the conversation's promise: every accepted message (stored as
+// pending work before the platform was acknowledged) gets exactly one
+// outcome, recorded in one write with the replies it produced; replies leave
+// through the platform outbox in the order they were recorded. On
+// activation it first resends what the platform never confirmed, then
+// answers what is still pending, so a crash, a restart of this actor or a
+// passivation loses nothing.
 type session struct {
 	rt *Runtime
 	s  messages.Session
+	// behavior is loading until the state is in, then loaded.
+	behavior actor.Behavior
+	// stash holds what arrived while loading, replayed in order once loaded.
+	stash []any
+	// loadID tells this instance's load from one an earlier incarnation
+	// started before it panicked (its result still arrives here).
+	loadID uint64
 
-	state sessionLoad
-	// resume is set by resumeSession until the state is loaded.
-	resume bool
 	// saving is set while settings are written; saveAgain when they changed
 	// meanwhile.
 	saving, saveAgain bool
-	// speaking is set while an auto-voice reply is synthesized; replies
-	// delivered meanwhile wait in held, so the conversation's order holds.
-	// speakGen tells a cancelled synthesis from the current one.
-	speaking bool
-	speakGen uint64
 
 	voice   messages.VoiceMode
 	busy    messages.BusyPolicy
+	conv    int64 // current conversation (see SessionState.Conversation)
 	history []model.Message
-	handled uint64 // routed messages handled, for passivation
-	// waiting holds messages that arrived before the state was loaded.
-	waiting []*messages.UserMessage
-	// pending are loaded user messages not answered yet (see
-	// SessionState.Pending); absorbed are the ids of those folded into a
-	// turn before they arrived, so their arrival starts nothing.
-	pending  []*messages.UserMessage
-	absorbed map[string]bool
-	held     []*messages.Delivery
-	queued   []*messages.UserMessage
+	// seen is the highest inbox seq the session's load knew of: a message
+	// with a seq up to it was taken in at load (pending) or settled before,
+	// by this instance or an earlier one; its copy still on the way through
+	// the mailbox starts nothing.
+	seen   uint64
+	queued []*messages.UserMessage
 
+	// turnSeq is the id of the last child turn started, from a counter of
+	// the runtime's: ids stay unique across restarts of this actor, so a
+	// late report of a turn from before a restart matches nothing.
 	turnSeq uint64
 	turn    *runningTurn
 	// bg are the session's background children (reviews, sweeps, cron
-	// runs, /background).
+	// runs, /background); bgWaiting the ones waiting for a free slot.
 	bg          map[uint64]*bgTurn
+	bgWaiting   []*startBackground
 	sinceReview int
 	sinceSweep  int
-	seq         uint64 // delivery sequence
+
+	// sendQ are recorded replies waiting to leave, in order. A voice reply
+	// is recorded before it is synthesized (a placeholder with its text, see
+	// needsSpeech) and holds back what follows until its audio is in, so the
+	// voice of an answer never arrives after the answer to the next message.
+	sendQ []*messages.Delivery
+	// settling counts settlements not yet committed.
+	settling int
+	// lastSeq is the outbox seq of the last reply queued for sending: a
+	// reply both loaded as unsent and reported by a settlement from before
+	// a restart of this actor is sent once.
+	lastSeq uint64
+	// recovered, if set, is called once the work owed at activation is done.
+	recovered func()
 }
-
-type sessionLoad uint8
-
-const (
-	unloaded sessionLoad = iota
-	loading
-	loaded
-)
 
 // runningTurn is the session's handle on its turn: it owns the context that
 // cancels the turn's whole subtree (model streams, tools, subprocesses).
@@ -79,58 +90,112 @@ type runningTurn struct {
 	pid     *actor.PID
 	cancel  context.CancelFunc
 	inputs  []*messages.UserMessage
+	conv    int64
 	spoke   bool
 	voiceIn bool
 	started time.Time
 	typing  *time.Timer
+	// expiry fires if the turn has not reported by its deadline plus a grace
+	// period: the session answers for it whatever the turn is doing.
+	expiry *time.Timer
 }
 
-func newSession(rt *Runtime) actor.Actor { return &session{rt: rt} }
+// turnGrace is how long past its deadline a turn may take to report before
+// the session gives up on it.
+const turnGrace = 2 * time.Second
 
-// Receive handles lifecycle first, then one handler per message.
+func newSession(rt *Runtime) actor.Actor {
+	a := &session{rt: rt, behavior: actor.NewBehavior()}
+	a.behavior.Become(a.loading)
+	return a
+}
+
+// Receive dispatches to the current behavior.
 func (a *session) Receive(c actor.Context) {
+	a.rt.fault(KindSession, c)
+	a.behavior.Receive(c)
+}
+
+// loading is the behavior until the state is loaded: lifecycle is handled,
+// everything else waits in the stash, in order.
+func (a *session) loading(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.started(c)
+	case *stateLoaded:
+		if m.id == a.loadID {
+			a.handleLoaded(c, m)
+		}
+	case *actor.Stopping, *actor.Restarting:
+		a.stopping()
+	case *passivate:
+		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask})
+	case *actor.Stopped, *actor.ReceiveTimeout, *actor.Terminated:
+	default:
+		a.stash = append(a.stash, m)
+	}
+}
+
+// loaded is the behavior of a session with its state.
+func (a *session) loaded(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Restarting:
+		a.logger().Debug("session restarting")
+		a.stopping()
 	case *actor.Stopping:
 		a.stopping()
-	case *actor.Restarting:
-		a.stopping()
+	case *passivate:
+		// Everything the router sent before asking is handled already (one
+		// sender, FIFO); anything it sent since voids the question.
+		ok := a.idle(c)
+		if ok && a.sweepBeforeIdle(c) {
+			ok = false // save what is worth keeping first; asked again later
+		}
+		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask, ok: ok})
+	case *actor.Terminated:
+		a.handleTerminated(c, m)
+	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded:
+	default:
+		a.handle(c, m)
+	}
+}
+
+// handle is one handler per message, for live and stashed messages alike.
+func (a *session) handle(c actor.Context, msg any) {
+	switch m := msg.(type) {
 	case *messages.UserMessage:
-		a.handled++
 		a.handleUser(c, m)
+	case *conversationReset:
+		a.handleReset(c, m)
 	case *messages.ScheduledFire:
-		a.handled++
 		// A cron run is a child of this session like any follow-up: it does
 		// not interrupt the user's turn, and its answer is delivered here.
 		a.handleStartBackground(c, &startBackground{kind: kindCron, prompt: m.GetPrompt()})
 	case *startBackground:
 		a.handleStartBackground(c, m)
 	case *resumeSession:
-		a.handled++
-		a.resume = true
-		a.resumePending(c)
-	case *stateLoaded:
-		a.handleLoaded(c, m)
+		if m.recovered != nil {
+			a.recovered = m.recovered
+			a.checkRecovered()
+		}
 	case *turnDone:
 		a.handleTurnDone(c, m)
+	case *turnExpired:
+		a.handleTurnExpired(c, m)
 	case *voiceReply:
 		a.handleVoiceReply(c, m)
 	case *turnGone:
 		a.handleTurnGone(c, m)
+	case *bgGone:
+		a.handleBackgroundGone(c, m)
 	case *typingTick:
 		a.handleTyping(c, m)
+	case *settled:
+		a.handleSettled(c, m)
+	case *settingsSaved:
+		a.handleSettingsSaved(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
-	case *passivate:
-		ok := m.routed == a.handled && a.idle(c)
-		if ok && a.sweepBeforeIdle(c) {
-			ok = false // save what is worth keeping first; asked again later
-		}
-		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed, ok: ok})
-	case *actor.Terminated:
-		a.handleTerminated(c, m)
-	case *actor.Stopped, *actor.ReceiveTimeout:
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -146,19 +211,18 @@ func (a *session) started(c actor.Context) {
 		return
 	}
 	a.s = s
-	a.voice, a.busy = messages.VoiceOn, a.rt.cfg.DefaultBusy
+	a.voice, a.busy, a.conv = messages.VoiceOn, a.rt.cfg.DefaultBusy, 1
 	a.rt.obs.SessionStarted(s)
 	a.load(c)
 }
 
 func (a *session) stopping() {
 	a.cancelBackground(nil) // children are stopped with the session
-	if a.turn != nil {
-		a.turn.cancel()
-		if a.turn.typing != nil {
-			a.turn.typing.Stop()
-		}
+	if t := a.turn; t != nil {
+		t.cancel()
+		t.stopTimers()
 		a.turn = nil
+		a.rt.obs.TurnFinished(a.s, "stopped", time.Since(t.started))
 	}
 	if a.s.Valid() {
 		a.rt.obs.SessionStopped(a.s)
@@ -170,25 +234,23 @@ func (a *session) stopping() {
 // more than the session itself.
 func (a *session) logger() *slog.Logger { return a.rt.log.With("session", a.s.Key()) }
 
-// load reads settings and history from the store on its own goroutine, which
-// reports back with stateLoaded; messages that arrive meanwhile wait in order.
+// load reads settings, history and what the session owes from the store on
+// its own goroutine, which reports back with stateLoaded.
 func (a *session) load(c actor.Context) {
-	a.state = loading
 	s, limit, p, timeout := a.s, a.rt.cfg.HistoryLimit, a.rt.persist, a.rt.cfg.StoreTimeout
-	self, root := c.Self(), c.ActorSystem().Root
-	go func() {
+	a.loadID = a.rt.turnIDs.Add(1)
+	id := a.loadID
+	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		st, err := p.LoadSession(ctx, s, limit)
-		root.Send(self, &stateLoaded{st, err})
-	}()
+		return &stateLoaded{id: id, state: st, err: err}
+	})
 }
 
 func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
-	if a.state != loading {
-		return
-	}
-	a.state = loaded
+	a.behavior.Become(a.loaded)
+	var pending []*messages.UserMessage
 	if m.err != nil {
 		// The conversation still works, with no memory of the past; say so
 		// in the log rather than dropping the user's message.
@@ -196,57 +258,79 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	} else {
 		st := m.state
 		a.history = slices.Clip(st.History)
-		a.pending = st.Pending
 		if st.Voice != "" {
 			a.voice = st.Voice
 		}
 		if st.Busy != "" {
 			a.busy = st.Busy
 		}
+		if st.Conversation > 0 {
+			a.conv = st.Conversation
+		}
+		// What the platform never confirmed leaves first, in order.
+		a.enqueue(c, st.Unsent)
+		pending = st.Pending
 	}
-	waiting := a.waiting
-	a.waiting = nil
-	for _, w := range waiting {
-		a.handleUser(c, w)
+	a.logger().Debug("session loaded", "pending", len(pending), "unsent", len(m.state.Unsent), "stashed", len(a.stash))
+	if m.err == nil {
+		a.seen = m.state.LastAccepted
 	}
-	a.resumePending(c)
+	if len(pending) > 0 {
+		a.logger().Info("answering messages accepted before this activation", "pending", len(pending))
+		a.answerPending(c, pending)
+	}
+	stash := a.stash
+	a.stash = nil
+	for _, msg := range stash {
+		a.handle(c, msg)
+	}
+	a.checkRecovered()
 }
 
-// resumePending answers loaded, unanswered messages when asked to (a
-// platform redelivered one of them) and nothing else is running.
-func (a *session) resumePending(c actor.Context) {
-	if !a.resume || a.state != loaded {
+// answerPending answers loaded, unanswered messages in arrival order: one
+// turn for all of them, or one each under the queue policy.
+func (a *session) answerPending(c actor.Context, pending []*messages.UserMessage) {
+	var text []*messages.UserMessage
+	for _, p := range pending {
+		if a.answerable(c, p) {
+			text = append(text, p)
+		}
+	}
+	if len(text) == 0 {
 		return
 	}
-	a.resume = false
-	if a.turn == nil && len(a.pending) > 0 {
-		a.startTurn(c, nil)
+	if a.busy == messages.Queue {
+		a.startTurn(c, text[:1])
+		a.queued = append(a.queued, text[1:]...)
+		return
+	}
+	a.startTurn(c, text)
+}
+
+// checkRecovered calls the recovery callback once nothing owed is left.
+func (a *session) checkRecovered() {
+	if a.recovered != nil && a.turn == nil && len(a.queued) == 0 {
+		f := a.recovered
+		a.recovered = nil
+		f()
 	}
 }
 
 func (a *session) idle(c actor.Context) bool {
-	return a.state == loaded && a.turn == nil && !a.speaking && len(a.bg) == 0 && len(a.queued) == 0 && len(a.waiting) == 0 && len(c.Children()) == 0
+	return a.turn == nil && len(a.sendQ) == 0 && a.settling == 0 && len(a.bg) == 0 && len(a.bgWaiting) == 0 &&
+		len(a.queued) == 0 && len(c.Children()) == 0
 }
 
 func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
-	if a.state != loaded {
-		a.waiting = append(a.waiting, m)
-		return
-	}
-	if id := m.GetMessageId(); a.absorbed[id] {
-		delete(a.absorbed, id) // already answered by the turn that absorbed it
+	if seq := m.GetInboxSeq(); seq != 0 && seq <= a.seen {
+		a.logger().Debug("message taken in at load already", "message", m.GetMessageId())
 		return
 	}
 	if cmd, arg, ok := parseCommand(m.GetText()); ok {
 		a.handleCommand(c, m, cmd, arg)
 		return
 	}
-	if strings.TrimSpace(m.GetText()) == "" && !m.GetFromVoice() && hasVoice(m) {
-		a.reply(c, m, "🎤 I received your voice message but can't listen to it: no speech-to-text provider is configured (the owner can set HERMES_STT_PROVIDER=openai). Please send text.")
-		return
-	}
-	if strings.TrimSpace(m.GetText()) == "" && len(m.GetAttachments()) == 0 {
-		a.reply(c, m, "I received an empty message.")
+	if !a.answerable(c, m) {
 		return
 	}
 	if a.turn == nil {
@@ -256,7 +340,7 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 	switch a.busy {
 	case messages.Queue:
 		if len(a.queued) >= a.rt.cfg.QueueLimit {
-			a.reply(c, m, fmt.Sprintf("⏳ I'm still working and %d messages are already waiting; this one was not queued. Send /stop to cancel.", len(a.queued)))
+			a.answer(c, m, Cancelled, fmt.Sprintf("⏳ I'm still working and %d messages are already waiting; this one was not queued. Send /stop to cancel.", len(a.queued)))
 			return
 		}
 		a.queued = append(a.queued, m)
@@ -270,10 +354,29 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 	}
 }
 
+// answerable answers at once (and reports false for) a message a turn
+// cannot use.
+func (a *session) answerable(c actor.Context, m *messages.UserMessage) bool {
+	switch {
+	case strings.TrimSpace(m.GetText()) == "" && !m.GetFromVoice() && hasVoice(m):
+		a.answer(c, m, Answered, "🎤 I received your voice message but can't listen to it: no speech-to-text provider is configured (the owner can set HERMES_STT_PROVIDER=openai). Please send text.")
+		return false
+	case strings.TrimSpace(m.GetText()) == "" && len(m.GetAttachments()) == 0:
+		a.answer(c, m, Answered, "I received an empty message.")
+		return false
+	}
+	return true
+}
+
 // startTurn spawns a turn for inputs with a context the session owns.
 func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
-	inputs = a.absorbPending(inputs)
-	a.turnSeq++
+	// Arrival order, whatever path each input took here (loaded as pending,
+	// merged by an interrupt, queued).
+	inputs = slices.Clone(inputs)
+	slices.SortStableFunc(inputs, func(x, y *messages.UserMessage) int {
+		return cmp.Compare(arrival(x), arrival(y))
+	})
+	a.turnSeq = a.rt.turnIDs.Add(1)
 	ctx, cancel := context.WithTimeout(a.rt.ctx, a.rt.cfg.TurnTimeout)
 	voiceIn := false
 	for _, m := range inputs {
@@ -287,67 +390,68 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		reportTo: c.Self(),
 		history:  a.history,
 		inputs:   inputs,
-		kind:     "turn",
-		persist:  true,
+		kind:     kindTurn,
 	}
 	// The turn is a plain child: identity.inherit binds it to this session.
 	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("turn-%d", a.turnSeq))
 	if err != nil {
 		cancel()
 		a.logger().Error("spawn turn", "err", err)
-		a.reply(c, inputs[len(inputs)-1], "⚠️ Internal error: could not start a turn.")
+		a.settle(c, Settlement{Inputs: seqs(inputs), Outcome: Failed, Replies: []*messages.Delivery{
+			textReply("⚠️ Internal error: could not start a turn.", inputs, originTurn)}})
 		return
 	}
-	a.turn = &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, voiceIn: voiceIn, started: time.Now()}
+	a.logger().Debug("turn started", "turn", a.turnSeq, "inputs", answers(inputs))
+	rt := &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, conv: a.conv, voiceIn: voiceIn, started: time.Now()}
+	a.turn = rt
 	a.rt.obs.TurnStarted(a.s)
+	id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
+	rt.expiry = time.AfterFunc(a.rt.cfg.TurnTimeout+turnGrace, func() { sys.Root.Send(self, &turnExpired{turn: id}) })
 	if a.rt.indicates(a.s.Platform()) {
 		// Most turns of a fast model finish before a typing indicator would
 		// be seen; show it only once the turn has taken TypingDelay.
-		id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
-		a.turn.typing = time.AfterFunc(a.rt.cfg.TypingDelay, func() { sys.Root.Send(self, &typingTick{turn: id}) })
+		rt.typing = time.AfterFunc(a.rt.cfg.TypingDelay, func() { sys.Root.Send(self, &typingTick{turn: id}) })
 	}
 }
 
-// absorbPending puts loaded, unanswered messages in front of the first
-// turn's inputs, so each is answered once: those among inputs are dropped
-// from pending, the others are answered now and ignored when they arrive.
-func (a *session) absorbPending(inputs []*messages.UserMessage) []*messages.UserMessage {
-	if len(a.pending) == 0 {
-		return inputs
+// arrival orders inputs: by inbox seq, and inputs never stored last.
+func arrival(m *messages.UserMessage) uint64 {
+	if s := m.GetInboxSeq(); s != 0 {
+		return s
 	}
-	in := make(map[string]bool, len(inputs))
-	for _, m := range inputs {
-		in[m.GetMessageId()] = true
-	}
-	var merged []*messages.UserMessage
-	for _, p := range a.pending {
-		if id := p.GetMessageId(); !in[id] {
-			if a.absorbed == nil {
-				a.absorbed = make(map[string]bool)
-			}
-			a.absorbed[id] = true
-			merged = append(merged, p)
-		}
-	}
-	a.pending = nil
-	return append(merged, inputs...)
+	return ^uint64(0)
 }
 
-// cancelTurn stops the running turn's whole subtree: the context reaches
-// model calls and tool subprocesses, and Stop ends the actors.
-func (a *session) cancelTurn(c actor.Context, why string) {
-	t := a.turn
-	if t == nil {
-		return
-	}
-	a.turn = nil
-	t.cancel()
+func (t *runningTurn) stopTimers() {
 	if t.typing != nil {
 		t.typing.Stop()
 	}
+	if t.expiry != nil {
+		t.expiry.Stop()
+	}
+}
+
+// endTurn releases the running turn: its context, timers and actor.
+func (a *session) endTurn(c actor.Context, outcome string) *runningTurn {
+	t := a.turn
+	a.turn = nil
+	t.cancel()
+	t.stopTimers()
 	c.Stop(t.pid)
-	a.rt.obs.TurnFinished(a.s, why, time.Since(t.started))
-	a.logger().Info("turn cancelled", "turn", t.id, "why", why)
+	a.rt.obs.TurnFinished(a.s, outcome, time.Since(t.started))
+	return t
+}
+
+// cancelTurn stops the running turn's whole subtree: the context reaches
+// model calls and tool subprocesses, and Stop ends the actors. Its inputs
+// stay with the caller, who settles or re-runs them.
+func (a *session) cancelTurn(c actor.Context, why string) {
+	if a.turn == nil {
+		return
+	}
+	t := a.endTurn(c, why)
+	a.logger().Info("turn", "turn", t.id, "outcome", why, "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName)
 }
 
 func (a *session) handleTyping(c actor.Context, m *typingTick) {
@@ -370,27 +474,25 @@ func (a *session) speaks(voiceIn bool) bool {
 
 func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	if b := a.bg[m.turn]; b != nil {
-		a.handleBackgroundDone(c, b, m)
+		a.handleBackgroundDone(c, m.turn, b, m)
 		return
 	}
-	t := a.turn
-	if t == nil || t.id != m.turn {
+	if a.turn == nil || a.turn.id != m.turn {
 		return // a cancelled turn finishing late: it is already quiet
 	}
-	a.turn = nil
-	t.cancel()
-	if t.typing != nil {
-		t.typing.Stop()
-	}
-	c.Stop(t.pid)
 	outcome := "ok"
 	if m.failed {
 		outcome = "error"
 	}
-	a.rt.obs.TurnFinished(a.s, outcome, time.Since(t.started))
-	// The inputs are in the store already (persisted at the edge); keep the
-	// in-memory history in the same shape as a reload would give.
-	for _, in := range t.inputs {
+	t := a.endTurn(c, outcome)
+	a.logger().Info("turn", "turn", t.id, "outcome", outcome, "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
+	// Steer messages the turn could not use are answered by a turn of their
+	// own, not settled with this one.
+	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
+		return slices.Contains(m.unsteered, in)
+	})
+	for _, in := range inputs {
 		if in.GetText() != "" {
 			a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
 		}
@@ -401,12 +503,16 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	}
 	a.history = slices.Clip(a.history)
 
-	ids := answers(t.inputs)
-	wantVoice := !m.failed && !t.spoke && a.speaks(t.voiceIn) && strings.TrimSpace(m.reply) != ""
-	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: m.reply, Answers: ids, Last: !wantVoice, Origin: "turn", ReplyToId: lastID(t.inputs)})
-	if wantVoice {
-		a.speak(c, m.reply, ids, lastID(t.inputs))
+	st := Settlement{Conversation: t.conv, Inputs: seqs(inputs), Outcome: Answered, History: m.produced,
+		Replies: []*messages.Delivery{textReply(m.reply, inputs, originTurn)}}
+	if m.failed {
+		st.Outcome = Failed
 	}
+	if !m.failed && !t.spoke && a.speaks(t.voiceIn) && strings.TrimSpace(m.reply) != "" {
+		st.Replies[0].Last = false
+		st.Replies = append(st.Replies, a.voicePlaceholder(m.reply, inputs, originTurn))
+	}
+	a.settle(c, st)
 	a.queued = append(a.queued, m.unsteered...)
 	if !m.failed {
 		a.afterTurn(c)
@@ -414,80 +520,169 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	a.next(c)
 }
 
-// next starts the first queued message, if any.
-func (a *session) next(c actor.Context) {
-	if a.turn != nil || len(a.queued) == 0 {
+// handleTurnExpired answers for a turn that did not report by its deadline
+// (a model or tool that ignores cancellation): the user is told, the turn is
+// stopped, and the session moves on.
+func (a *session) handleTurnExpired(c actor.Context, m *turnExpired) {
+	if a.turn == nil || a.turn.id != m.turn {
 		return
 	}
-	m := a.queued[0]
-	a.queued = a.queued[1:]
-	a.startTurn(c, []*messages.UserMessage{m})
+	t := a.endTurn(c, "timeout")
+	a.logger().Warn("turn", "turn", t.id, "outcome", "timeout", "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "limit", a.rt.cfg.TurnTimeout)
+	a.settle(c, Settlement{Inputs: seqs(t.inputs), Outcome: Failed, Replies: []*messages.Delivery{
+		textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)}})
+	a.next(c)
 }
 
-// speak asks the TTS actor for the reply and delivers it as voice. The
-// request carries this session's identity in its envelope; the format is
-// the TTS actor's decision, from this platform's capabilities.
-func (a *session) speak(c actor.Context, text string, ids []string, replyTo string) {
-	tts := a.rt.tts
-	if tts == nil {
-		a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 Voice replies are not available: no speech engine is configured.", Answers: ids, Last: true, Origin: "turn"})
+func timeoutText(d time.Duration) string {
+	return fmt.Sprintf("⏱ This reply took longer than %s and was stopped. Please try again.", d.Round(time.Second))
+}
+
+// next starts the first queued message, if any.
+func (a *session) next(c actor.Context) {
+	if a.turn == nil && len(a.queued) > 0 {
+		m := a.queued[0]
+		a.queued = a.queued[1:]
+		a.startTurn(c, []*messages.UserMessage{m})
+	}
+	a.checkRecovered()
+}
+
+// voicePlaceholder is the recorded form of a voice reply not synthesized
+// yet: a voice delivery with the text to speak and no audio.
+func (a *session) voicePlaceholder(text string, inputs []*messages.UserMessage, origin string) *messages.Delivery {
+	if a.rt.tts == nil {
+		return &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 Voice replies are not available: no speech engine is configured.",
+			Answers: answers(inputs), Last: true, Origin: origin}
+	}
+	return &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_VOICE, Text: text, Answers: answers(inputs), Last: true, ReplyToId: lastID(inputs), Origin: origin}
+}
+
+// needsSpeech reports whether d is a voice reply still to be synthesized.
+func needsSpeech(d *messages.Delivery) bool {
+	return d.GetKind() == messages.DeliveryKind_DELIVERY_KIND_VOICE && len(d.GetAudio()) == 0
+}
+
+// enqueue adds recorded replies to the send queue, starts the synthesis of
+// voice placeholders, and sends what can leave.
+func (a *session) enqueue(c actor.Context, ds []*messages.Delivery) {
+	for _, d := range ds {
+		if seq := d.GetSeq(); seq != 0 {
+			if seq <= a.lastSeq {
+				continue
+			}
+			a.lastSeq = seq
+		}
+		a.sendQ = append(a.sendQ, d)
+		if needsSpeech(d) {
+			a.synthesize(c, d)
+		}
+	}
+	a.flush(c)
+}
+
+// flush sends queued replies in order, up to the first voice reply whose
+// audio is not in yet.
+func (a *session) flush(c actor.Context) {
+	for len(a.sendQ) > 0 && !needsSpeech(a.sendQ[0]) {
+		a.send(c, a.sendQ[0])
+		a.sendQ[0] = nil
+		a.sendQ = a.sendQ[1:]
+	}
+}
+
+// synthesize asks the TTS actor for placeholder d's speech and fills d in.
+// The request carries this session's identity in its envelope; the format
+// is the TTS actor's decision, from this platform's capabilities.
+func (a *session) synthesize(c actor.Context, d *messages.Delivery) {
+	if a.rt.tts == nil {
+		fillFailed(d, errors.New("no speech engine is configured"))
 		return
 	}
-	// Until the speech is back, later replies wait (hold): the voice of this
-	// answer must not arrive after the answer to the next message.
-	a.speakGen++
-	gen := a.speakGen
-	a.speaking = true
-	f := c.RequestFuture(tts, &messages.SynthesizeSpeech{Text: text}, a.rt.cfg.TTSTimeout)
+	f := c.RequestFuture(a.rt.tts, &messages.SynthesizeSpeech{Text: d.GetText()}, a.rt.cfg.TTSTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
-		if gen != a.speakGen {
-			return // /stop or /new cancelled it; what was held is out already
+		if !slices.Contains(a.sendQ, d) {
+			return // /stop or /new cancelled it
 		}
 		sp, ok := res.(*messages.Speech)
 		if err == nil && !ok {
 			err = speechError(res)
 		}
-		a.speaking = false
 		if err != nil {
-			a.logger().Warn("auto voice reply failed", "err", err)
-			a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: "🔇 I could not speak this reply: " + err.Error(), Answers: ids, Last: true, Origin: "turn"})
+			a.logger().Warn("voice reply failed", "err", err)
+			fillFailed(d, err)
 		} else {
-			a.deliver(c, voiceDelivery(sp, ids, replyTo, true))
+			d.Text, d.Audio, d.Format, d.DurationSecs, d.Waveform = "", sp.Data, sp.Format.String(), sp.Duration.Seconds(), sp.Waveform
 		}
-		a.releaseHeld(c)
+		a.flush(c)
 	})
 }
 
-// cancelSpeech drops an auto-voice reply still being synthesized and lets
-// the replies it held go; it reports whether there was one.
+// fillFailed turns a voice placeholder into a text saying why there is no
+// voice; it keeps its seq, so it replaces the voice reply once.
+func fillFailed(d *messages.Delivery, err error) {
+	d.Kind, d.Text = messages.DeliveryKind_DELIVERY_KIND_TEXT, "🔇 I could not speak this reply: "+err.Error()
+}
+
+// cancelSpeech drops voice replies still being synthesized (/stop, /new):
+// each is replaced by a short note in its place. It reports whether there
+// was one.
 func (a *session) cancelSpeech(c actor.Context) bool {
-	if !a.speaking {
-		return false
+	found := false
+	for _, d := range a.sendQ {
+		if needsSpeech(d) {
+			found = true
+			d.Kind, d.Text = messages.DeliveryKind_DELIVERY_KIND_TEXT, "🔇 Voice reply cancelled."
+		}
 	}
-	a.speakGen++
-	a.speaking = false
-	a.releaseHeld(c)
-	return true
+	a.flush(c)
+	return found
 }
 
-// releaseHeld sends the replies that waited for a voice reply, in order.
-func (a *session) releaseHeld(c actor.Context) {
-	held := a.held
-	a.held = nil
-	for _, d := range held {
-		a.deliver(c, d)
+// settle records st (outcomes, history, replies) in one write; the replies
+// join the send queue once it committed, in the order settle was called.
+func (a *session) settle(c actor.Context, st Settlement) {
+	if st.Conversation == 0 {
+		st.Conversation = a.conv
 	}
+	a.settling++
+	self, root := c.Self(), c.ActorSystem().Root
+	a.rt.persist.Settle(a.s, st, func(err error) {
+		root.Send(self, &settled{replies: st.Replies, err: err})
+	})
 }
 
-// handleTerminated notices a turn that died without reporting (a panic in
-// the turn itself): the user gets an error instead of silence.
+func (a *session) handleSettled(c actor.Context, m *settled) {
+	a.settling = max(0, a.settling-1) // a report from before a restart counts nothing
+	if m.err != nil {
+		// The replies still go: losing the user's answer because the disk
+		// is full would be worse; the inputs stay pending in the store.
+		a.logger().Error("record outcome and replies", "err", m.err)
+	}
+	a.enqueue(c, m.replies)
+}
+
+// send hands d to the platform outbox. The outbox learns the destination
+// from the envelope, stamped from this actor's binding.
+func (a *session) send(c actor.Context, d *messages.Delivery) {
+	c.Request(a.rt.outbox(a.s.Platform()), d)
+}
+
+// handleTerminated notices a child that died without reporting (a panic):
+// the user gets an error instead of silence, and its slot is freed.
 func (a *session) handleTerminated(c actor.Context, m *actor.Terminated) {
-	t := a.turn
-	if t == nil || !t.pid.Equal(m.Who) {
+	if t := a.turn; t != nil && t.pid.Equal(m.Who) {
+		// Its turnDone, if sent, is already queued behind this system message.
+		c.Send(c.Self(), &turnGone{turn: t.id})
 		return
 	}
-	// Its turnDone, if sent, is already queued behind this system message.
-	c.Send(c.Self(), &turnGone{turn: t.id})
+	for id, b := range a.bg {
+		if b.pid.Equal(m.Who) {
+			c.Send(c.Self(), &bgGone{turn: id, why: "stopped without answering"})
+			return
+		}
+	}
 }
 
 func (a *session) handleTurnGone(c actor.Context, m *turnGone) {
@@ -496,12 +691,12 @@ func (a *session) handleTurnGone(c actor.Context, m *turnGone) {
 		return
 	}
 	a.logger().Error("turn stopped without answering", "turn", t.id)
-	c.Send(c.Self(), &turnDone{turn: t.id, reply: "⚠️ Internal error: this reply failed. Please try again.", failed: true})
+	a.handleTurnDone(c, &turnDone{turn: t.id, reply: "⚠️ Internal error: this reply failed. Please try again.", failed: true})
 }
 
 func (a *session) handleVoiceReply(c actor.Context, m *voiceReply) {
 	var ids []string
-	replyTo, origin := "", "turn"
+	replyTo, origin := "", originTurn
 	switch b := a.bg[m.turn]; {
 	case a.turn != nil && a.turn.id == m.turn:
 		a.turn.spoke = true
@@ -509,37 +704,41 @@ func (a *session) handleVoiceReply(c actor.Context, m *voiceReply) {
 		replyTo = lastID(a.turn.inputs)
 	case b != nil:
 		b.spoke = true
-		origin = b.kind
+		origin = string(b.kind)
 	default:
 		return // from a turn that was cancelled: stay quiet
 	}
 	d := voiceDelivery(m.speech, ids, replyTo, false)
 	d.Origin = origin
-	a.deliver(c, d)
+	a.settle(c, Settlement{Replies: []*messages.Delivery{d}})
 }
 
-// deliver hands d to the platform outbox in this session's order. The
-// outbox learns the destination from the envelope, stamped from this
-// actor's binding.
-func (a *session) deliver(c actor.Context, d *messages.Delivery) {
-	if a.speaking {
-		a.held = append(a.held, d)
-		return
-	}
-	a.seq++
-	d.Seq = a.seq
-	c.Request(a.rt.outbox(a.s.Platform()), d)
+// answer settles one message with a reply outside any turn (refusals).
+func (a *session) answer(c actor.Context, m *messages.UserMessage, o Outcome, text string) {
+	in := []*messages.UserMessage{m}
+	a.settle(c, Settlement{Inputs: seqs(in), Outcome: o, Replies: []*messages.Delivery{textReply(text, in, originCommand)}})
 }
 
-// reply answers one message outside any turn (commands, refusals).
+// reply answers a command; commands are not stored, so nothing is settled.
 func (a *session) reply(c actor.Context, m *messages.UserMessage, text string) {
-	a.deliver(c, &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: text, Answers: []string{m.GetMessageId()}, Last: true, Origin: "command", ReplyToId: m.GetMessageId()})
+	a.settle(c, Settlement{Replies: []*messages.Delivery{textReply(text, []*messages.UserMessage{m}, originCommand)}})
 }
 
 func (a *session) handleReceipt(r *messages.DeliveryReceipt) {
 	if r.GetError() != "" {
 		a.logger().Warn("delivery failed", "seq", r.GetSeq(), "err", r.GetError())
 	}
+}
+
+// Origins of a delivery, as in messages.Delivery.Origin.
+const (
+	originTurn    = "turn"
+	originCommand = "command"
+)
+
+// textReply is the last text delivery answering inputs.
+func textReply(text string, inputs []*messages.UserMessage, origin string) *messages.Delivery {
+	return &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: text, Answers: answers(inputs), Last: true, Origin: origin, ReplyToId: lastID(inputs)}
 }
 
 func voiceDelivery(sp *messages.Speech, ids []string, replyTo string, last bool) *messages.Delivery {
@@ -552,7 +751,7 @@ func voiceDelivery(sp *messages.Speech, ids []string, replyTo string, last bool)
 		Answers:      ids,
 		Last:         last,
 		ReplyToId:    replyTo,
-		Origin:       "turn",
+		Origin:       originTurn,
 	}
 }
 
@@ -574,6 +773,17 @@ func answers(in []*messages.UserMessage) []string {
 		}
 	}
 	return ids
+}
+
+// seqs are the inbox seqs of the stored inputs among in.
+func seqs(in []*messages.UserMessage) []uint64 {
+	out := make([]uint64, 0, len(in))
+	for _, m := range in {
+		if s := m.GetInboxSeq(); s != 0 {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func lastID(in []*messages.UserMessage) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 )
@@ -27,18 +28,15 @@ type turn struct {
 	reportTo *actor.PID
 	history  []model.Message
 	inputs   []*messages.UserMessage
-	// kind is "turn" for a user's turn, else the background kind ("review",
-	// "sweep", "cron", "background") or "delegate".
-	kind string
+	// kind is kindTurn for a user's turn, else a background kind or
+	// kindDelegate.
+	kind turnKind
 	// allow, if set, restricts the tools offered (restricted turns).
 	allow func(name string) bool
 	// instructions are added to the system prompt (background kinds).
 	instructions string
 	// depth counts delegation levels above this turn.
 	depth int
-	// persist is false for turns whose messages are not part of the
-	// conversation (reviews, sweeps, sub-agents).
-	persist bool
 	// extra is the per-turn system prompt context (memories, skills),
 	// fetched once with the first model call.
 	extra       string
@@ -48,25 +46,25 @@ type turn struct {
 
 	convo    []model.Message // what the model sees
 	produced []model.Message // what this turn adds to the history
-	rounds   int
-	calls    []model.ToolCall
-	results  map[string]*toolResult
-	tools    map[string]*actor.PID // call id → tool actor, for Terminated
-	steer    []*messages.UserMessage
-	toolSeq  int
-	finished bool
-	done     *turnDone // set by finish while the turn's messages are written
+	// tokensIn and tokensOut add up the model's usage over the turn.
+	tokensIn, tokensOut int
+	rounds              int
+	calls               []model.ToolCall
+	results             map[string]*toolResult
+	tools               map[string]*actor.PID // call id → tool actor, for Terminated
+	steer               []*messages.UserMessage
+	toolSeq             int
+	finished            bool
 }
 
 // Receive handles lifecycle first, then one handler per message.
 func (t *turn) Receive(c actor.Context) {
+	t.rt.fault(t.actorKind(), c)
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		t.begin(c)
 	case *modelDone:
 		t.handleModelDone(c, m)
-	case *turnPersisted:
-		t.handlePersisted(c, m)
 	case *steerInput:
 		t.steer = append(t.steer, m.m)
 	case *toolResult:
@@ -85,7 +83,7 @@ func (t *turn) Receive(c actor.Context) {
 }
 
 func (t *turn) begin(c actor.Context) {
-	s, _ := sessionOf(c) // bound by construction: the turn's parent is its session
+	s, _ := identity.Of(c) // bound by construction: the turn's parent is its session
 	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
 	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(s, t.instructions)})
 	t.convo = append(t.convo, t.history...)
@@ -121,13 +119,12 @@ func (t *turn) callModel(c actor.Context) {
 		req.Tools = t.specs()
 	}
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
-	self, root := c.Self(), c.ActorSystem().Root
-	s, _ := sessionOf(c)
+	s, _ := identity.Of(c)
 	sender, loaded, extra := senderOf(t.inputs), t.extraLoaded, t.extra
 	// The call runs on its own goroutine, bounded by the turn's context,
 	// and reports back as a message: the turn stays responsive (steer,
 	// tool results, Stop) meanwhile.
-	go func() {
+	goSend(c, func() any {
 		if !loaded && rt.promptContext != nil {
 			extra = rt.promptContext(ctx, s, sender)
 		}
@@ -138,8 +135,8 @@ func (t *turn) callModel(c actor.Context) {
 			req.Messages = msgs
 		}
 		resp, err := m.Complete(ctx, req)
-		root.Send(self, &modelDone{resp: resp, err: err, extra: extra})
-	}()
+		return &modelDone{resp: resp, err: err, extra: extra}
+	})
 }
 
 // specs are the tools this turn may offer the model.
@@ -158,7 +155,15 @@ func (t *turn) specs() []model.ToolSpec {
 }
 
 func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
-	if t.ctx.Err() != nil || t.finished {
+	if t.finished {
+		return
+	}
+	if errors.Is(t.ctx.Err(), context.DeadlineExceeded) {
+		// Out of time: say so, rather than leave the chat waiting.
+		t.finish(c, timeoutText(t.rt.cfg.TurnTimeout), true)
+		return
+	}
+	if t.ctx.Err() != nil {
 		return // cancelled: the session is no longer listening
 	}
 	t.extra, t.extraLoaded = m.extra, true
@@ -174,6 +179,8 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	msg := resp.Message
 	msg.Role = "assistant"
 	t.rt.obs.ModelCall(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.tokensIn += resp.Usage.PromptTokens
+	t.tokensOut += resp.Usage.CompletionTokens
 	if len(msg.ToolCalls) == 0 || t.rounds >= t.rt.cfg.MaxToolRounds {
 		msg.ToolCalls = nil
 		t.produced = append(t.produced, msg)
@@ -250,52 +257,31 @@ func (t *turn) maybeContinue(c actor.Context) {
 	t.callModel(c)
 }
 
-// finish persists what the turn produced, then reports to the session. A
-// failed turn persists nothing: the user's message is already stored, and
-// an error text is not part of the conversation.
+// finish reports the turn's answer and what it produced to whoever it
+// reports to; the session records both with the inputs' outcome in one
+// write. A failed turn's messages are not part of the conversation.
 func (t *turn) finish(c actor.Context, reply string, failed bool) {
 	if t.finished {
 		return
 	}
 	t.finished = true
-	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer}
-	if !failed {
+	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
+	if !failed && (t.kind == kindTurn || t.kind == kindCron || t.kind == kindBackground) {
 		done.produced = t.produced
 	}
-	if failed || len(t.produced) == 0 || !t.persist {
-		c.Send(t.reportTo, done)
-		return
-	}
-	s, ok := sessionOf(c)
-	if !ok {
-		c.Send(t.reportTo, done)
-		return
-	}
-	t.done = done
-	p, produced, ctx := t.rt.persist, t.produced, t.ctx
-	self, root := c.Self(), c.ActorSystem().Root
-	go func() {
-		root.Send(self, &turnPersisted{p.AppendTurn(ctx, s, produced)})
-	}()
+	c.Send(t.reportTo, done)
 }
 
-// handlePersisted reports the finished turn once its messages are stored:
-// a reply is persisted before it is sent.
-func (t *turn) handlePersisted(c actor.Context, m *turnPersisted) {
-	if m.err != nil {
-		if t.ctx.Err() != nil {
-			return
-		}
-		// The reply is still delivered: losing the user's answer because the
-		// disk is full would be worse than a gap in the history.
-		s, _ := sessionOf(c)
-		t.rt.log.Error("persist turn", "session", s.Key(), "err", m.err)
+// actorKind is the Kind this turn is shown and counted as.
+func (t *turn) actorKind() Kind {
+	if t.kind == kindTurn || t.kind == kindDelegate {
+		return KindTurn
 	}
-	c.Send(t.reportTo, t.done)
+	return KindBackground
 }
 
 func (t *turn) sessionKey(c actor.Context) string {
-	s, _ := sessionOf(c)
+	s, _ := identity.Of(c)
 	return s.Key()
 }
 

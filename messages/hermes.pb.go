@@ -95,8 +95,11 @@ type UserMessage struct {
 	// The platform's id of the message this one replies to, if any.
 	ReplyToId      string `protobuf:"bytes,8,opt,name=reply_to_id,json=replyToId,proto3" json:"reply_to_id,omitempty"`
 	ReceivedUnixMs int64  `protobuf:"varint,9,opt,name=received_unix_ms,json=receivedUnixMs,proto3" json:"received_unix_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The store's arrival number, set when the message is accepted (stored as
+	// pending work): it orders a session's pending messages across restarts.
+	InboxSeq      uint64 `protobuf:"varint,10,opt,name=inbox_seq,json=inboxSeq,proto3" json:"inbox_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UserMessage) Reset() {
@@ -188,6 +191,13 @@ func (x *UserMessage) GetReplyToId() string {
 func (x *UserMessage) GetReceivedUnixMs() int64 {
 	if x != nil {
 		return x.ReceivedUnixMs
+	}
+	return 0
+}
+
+func (x *UserMessage) GetInboxSeq() uint64 {
+	if x != nil {
+		return x.InboxSeq
 	}
 	return 0
 }
@@ -295,9 +305,12 @@ type Delivery struct {
 	Answers []string `protobuf:"bytes,10,rep,name=answers,proto3" json:"answers,omitempty"`
 	// True on the last delivery of a turn or command: a caller waiting for the
 	// replies to a message (the web chat API) is done when it sees it.
-	Last          bool `protobuf:"varint,11,opt,name=last,proto3" json:"last,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Last bool `protobuf:"varint,11,opt,name=last,proto3" json:"last,omitempty"`
+	// Stable across restarts (session key and outbox seq): a platform with
+	// idempotent sends (Discord's nonce) posts a resent delivery only once.
+	IdempotencyKey string `protobuf:"bytes,12,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Delivery) Reset() {
@@ -405,6 +418,13 @@ func (x *Delivery) GetLast() bool {
 		return x.Last
 	}
 	return false
+}
+
+func (x *Delivery) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
 }
 
 // DeliveryReceipt answers a Delivery once the platform acknowledged it.
@@ -553,7 +573,7 @@ var File_messages_hermes_proto protoreflect.FileDescriptor
 
 const file_messages_hermes_proto_rawDesc = "" +
 	"\n" +
-	"\x15messages/hermes.proto\x12\x10hermesd.messages\"\xc8\x02\n" +
+	"\x15messages/hermes.proto\x12\x10hermesd.messages\"\xe5\x02\n" +
 	"\vUserMessage\x12\x1f\n" +
 	"\vsession_key\x18\x01 \x01(\tR\n" +
 	"sessionKey\x12\x1d\n" +
@@ -567,14 +587,16 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"from_voice\x18\x06 \x01(\bR\tfromVoice\x12>\n" +
 	"\vattachments\x18\a \x03(\v2\x1c.hermesd.messages.AttachmentR\vattachments\x12\x1e\n" +
 	"\vreply_to_id\x18\b \x01(\tR\treplyToId\x12(\n" +
-	"\x10received_unix_ms\x18\t \x01(\x03R\x0ereceivedUnixMs\"\x8a\x01\n" +
+	"\x10received_unix_ms\x18\t \x01(\x03R\x0ereceivedUnixMs\x12\x1b\n" +
+	"\tinbox_seq\x18\n" +
+	" \x01(\x04R\binboxSeq\"\x8a\x01\n" +
 	"\n" +
 	"Attachment\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12#\n" +
-	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xb9\x02\n" +
+	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xe2\x02\n" +
 	"\bDelivery\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.hermesd.messages.DeliveryKindR\x04kind\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
@@ -587,7 +609,8 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\x03seq\x18\t \x01(\x04R\x03seq\x12\x18\n" +
 	"\aanswers\x18\n" +
 	" \x03(\tR\aanswers\x12\x12\n" +
-	"\x04last\x18\v \x01(\bR\x04last\"u\n" +
+	"\x04last\x18\v \x01(\bR\x04last\x12'\n" +
+	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\"u\n" +
 	"\x0fDeliveryReceipt\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1f\n" +
 	"\vmessage_ids\x18\x02 \x03(\tR\n" +

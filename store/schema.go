@@ -149,6 +149,38 @@ CREATE TABLE pairing_failures (
 CREATE INDEX messages_by_platform_id ON messages(session_key, platform_message_id)
 	WHERE role = 'user' AND platform_message_id <> '';
 `,
+	// v3: the durable inbox and outbox. An accepted message is pending work
+	// (its whole envelope, so a redelivery after a crash keeps its voice flag,
+	// sender and attachments) until its outcome is recorded; a reply is an
+	// outbox entry, written with that outcome, until the platform confirms it.
+	// The deliveries table it replaces was written and never read.
+	`
+CREATE TABLE inbox (
+	seq         INTEGER PRIMARY KEY,
+	session_key TEXT NOT NULL,
+	message_id  TEXT NOT NULL,
+	message     INTEGER NOT NULL,
+	envelope    BLOB NOT NULL,
+	received    INTEGER NOT NULL,
+	outcome     TEXT NOT NULL DEFAULT '' CHECK (outcome IN ('', 'answered', 'error', 'cancelled')),
+	settled     INTEGER
+) STRICT;
+CREATE INDEX inbox_pending ON inbox(session_key, seq) WHERE outcome = '';
+CREATE INDEX inbox_by_session ON inbox(session_key, seq);
+
+CREATE TABLE outbox (
+	session_key TEXT NOT NULL,
+	seq         INTEGER NOT NULL,
+	delivery    BLOB,
+	created     INTEGER NOT NULL,
+	delivered   INTEGER,
+	receipt     TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (session_key, seq)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX outbox_unsent ON outbox(session_key, seq) WHERE delivered IS NULL;
+
+DROP TABLE deliveries;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and

@@ -115,7 +115,9 @@ func (s *Store) setSetting(ctx context.Context, key, column, value string) error
 
 // NewConversation starts the session's next conversation (/new) and returns
 // its number. Messages appended afterwards belong to it; History no longer
-// shows the earlier ones, and Search still finds them.
+// shows the earlier ones, and Search still finds them. Pending inputs keep
+// their place: the session settles them (it alone knows which of them it
+// answered already).
 func (s *Store) NewConversation(ctx context.Context, key string) (int64, error) {
 	sess, err := parseKey(key)
 	if err != nil {

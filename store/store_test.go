@@ -221,25 +221,3 @@ func TestMarkSeen(t *testing.T) {
 	check("telegram", "5", true)
 	check("telegram", "5", false)
 }
-
-func TestDeliveries(t *testing.T) {
-	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
-	const key = "telegram:dm:9"
-	if _, ok, err := s.Delivery(ctx, key, 1); err != nil || ok {
-		t.Fatalf("unsent delivery: ok=%v err=%v", ok, err)
-	}
-	if err := s.RecordDelivery(ctx, key, 1, []string{"100", "101"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordDelivery(ctx, key, 2, []string{"102"}); err != nil {
-		t.Fatal(err)
-	}
-	ids, ok, err := s.Delivery(ctx, key, 1)
-	if err != nil || !ok || strings.Join(ids, ",") != "100,101" {
-		t.Fatalf("Delivery(1) = %v, %v, %v", ids, ok, err)
-	}
-	if seq, err := s.LastDeliverySeq(ctx, key); err != nil || seq != 2 {
-		t.Fatalf("LastDeliverySeq = %d, %v; want 2", seq, err)
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -41,6 +42,9 @@ func (a *Adapter) Send(ctx context.Context, s messages.Session, d *messages.Deli
 		return nil, fmt.Errorf("discord: send: %w", err)
 	}
 	log := a.log.With("session", s.Key(), "seq", d.GetSeq())
+	if k := d.GetIdempotencyKey(); k != "" {
+		ctx = context.WithValue(ctx, nonceKey{}, &nonces{key: k})
+	}
 	unlock, err := a.locks.lock(ctx, ch)
 	if err != nil {
 		return nil, fmt.Errorf("discord: send to %s: %w", s.Key(), err)
@@ -182,9 +186,10 @@ func (a *Adapter) post(ctx context.Context, log *slog.Logger, channel string, p 
 		body []byte
 		err  error
 	)
-	// One nonce per message, the same across this call's retries (Discord
-	// accepts up to 25 characters; base 36 of 64 bits is at most 13).
-	p.Nonce, p.EnforceNonce = strconv.FormatUint(rand.Uint64(), 36), true
+	// One nonce per message, the same across this call's retries and, for a
+	// delivery with an idempotency key, across a restart that sends it again
+	// (Discord accepts up to 25 characters; base 36 of 64 bits is at most 13).
+	p.Nonce, p.EnforceNonce = nextNonce(ctx), true
 	if len(files) == 0 {
 		body, err = json.Marshal(p)
 	} else {
@@ -251,4 +256,27 @@ func (l *channelLocks) lock(ctx context.Context, key string) (func(), error) {
 		release()
 		return nil, ctx.Err()
 	}
+}
+
+// nonceKey carries a delivery's nonces through the posts of one Send.
+type nonceKey struct{}
+
+// nonces derives the nonce of each message one delivery posts, in order,
+// from the delivery's idempotency key: the same delivery sent again after a
+// restart posts the same nonces, and Discord returns the messages it already
+// created (for the few minutes it remembers a nonce).
+type nonces struct {
+	key string
+	n   int
+}
+
+func nextNonce(ctx context.Context) string {
+	ns, ok := ctx.Value(nonceKey{}).(*nonces)
+	if !ok {
+		return strconv.FormatUint(rand.Uint64(), 36)
+	}
+	ns.n++
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", ns.key, ns.n)
+	return strconv.FormatUint(h.Sum64(), 36)
 }

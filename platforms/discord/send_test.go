@@ -409,3 +409,34 @@ func TestNew_Validates(t *testing.T) {
 		t.Errorf("capabilities = %+v", c)
 	}
 }
+
+// TestSend_ResentDeliveryPostsOnce: a delivery sent again after a restart
+// (same idempotency key, a new adapter) posts nothing new: its nonces are
+// derived from the key, and Discord answers with the messages it has.
+func TestSend_ResentDeliveryPostsOnce(t *testing.T) {
+	srv := discordtest.NewServer(t)
+	long := strings.Repeat("word ", 600) // two chunks
+	d := &messages.Delivery{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT, Text: long, Seq: 3, IdempotencyKey: "discord:dm:again#3"}
+	first, err := newSender(t, srv, discord.Config{}).Send(t.Context(), dmSession("again"), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := newSender(t, srv, discord.Config{}).Send(t.Context(), dmSession("again"), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.PostsTo("again")); n != 2 {
+		t.Fatalf("%d messages in the channel, want the 2 chunks once", n)
+	}
+	if strings.Join(first.GetMessageIds(), ",") != strings.Join(again.GetMessageIds(), ",") {
+		t.Fatalf("resend answered %v, first send %v", again.GetMessageIds(), first.GetMessageIds())
+	}
+	// A delivery without a key is a new message each time (positive control).
+	d.IdempotencyKey = ""
+	if _, err := newSender(t, srv, discord.Config{}).Send(t.Context(), dmSession("again"), d); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.PostsTo("again")); n != 4 {
+		t.Fatalf("%d messages after a keyless send, want 4", n)
+	}
+}
