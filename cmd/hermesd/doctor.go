@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/store"
-	"github.com/hermesd/hermesd/audio"
 )
 
 const doctorUsage = `Usage: hermesd doctor [-offline] [-timeout d]

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms/telegram"
-	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/tts"
 )
 
