@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -69,38 +68,33 @@ type jobClaimer struct {
 
 var _ actors.Jobs = jobClaimer{}
 
-// Claim implements actors.Jobs. A job is marked run before it is fired, so
-// a crash in between loses that run instead of repeating it; a job missed
-// while the daemon was down runs once, then resumes its schedule.
+// Claim implements actors.Jobs. Every due job is claimed in one write (a
+// thousand due jobs used to cost a thousand sequential commits, long enough
+// under load to fire reminders a minute late), and the claim waits for its
+// commit even past ctx: a write abandoned on a deadline may still commit,
+// and a job marked run that is not fired is a lost run. A job missed while
+// the daemon was down runs once, then resumes its schedule.
 func (j jobClaimer) Claim(ctx context.Context, now time.Time) ([]*messages.ScheduledFire, error) {
-	due, err := j.st.DueJobs(ctx, now)
-	if err != nil {
-		return nil, fmt.Errorf("due jobs: %w", err)
-	}
-	var fired []*messages.ScheduledFire
-	for _, job := range due {
-		if ctx.Err() != nil {
-			break // the rest stay due: the next tick claims them
-		}
-		var next *time.Time
+	claimed, err := j.st.ClaimDueJobs(context.WithoutCancel(ctx), now, func(job store.Job) *time.Time {
 		// Rebuild the schedule as of its creation, as the tool parsed it.
 		sched, perr := schedule.Parse(job.Schedule, job.Created, j.loc)
 		if perr != nil {
 			j.log.Warn("job schedule no longer parses; running it once", "session", job.SessionKey, "job", job.ID, "err", perr)
-		} else if !sched.Once() {
-			if n, ok := sched.Next(now); ok {
-				next = &n
-			}
+			return nil
 		}
-		// The claim waits for its commit even past ctx: a write abandoned on
-		// a deadline may still commit, and a job marked run that is not
-		// fired is a lost run.
-		if err := j.st.MarkJobRun(context.WithoutCancel(ctx), job.ID, now, next); err != nil {
-			if errors.Is(err, store.ErrJobNotDue) || errors.Is(err, store.ErrNotFound) {
-				continue // claimed elsewhere, or removed meanwhile
-			}
-			return fired, fmt.Errorf("claim job %s: %w", job.ID, err)
+		if sched.Once() {
+			return nil
 		}
+		if n, ok := sched.Next(now); ok {
+			return &n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fired := make([]*messages.ScheduledFire, 0, len(claimed))
+	for _, job := range claimed {
 		fired = append(fired, &messages.ScheduledFire{SessionKey: job.SessionKey, JobId: job.ID, Prompt: job.Prompt, DueUnixMs: job.NextRun.UnixMilli()})
 	}
 	return fired, nil

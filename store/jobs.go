@@ -165,3 +165,58 @@ func (s *Store) MarkJobRun(ctx context.Context, id string, ranAt time.Time, next
 	}
 	return nil
 }
+
+// ClaimDueJobs claims every job due at now in one transaction, the way
+// MarkJobRun claims one: a one-shot job is deleted, a recurring job moves to
+// next(job) (or is disabled when next returns nil). It returns the claimed
+// jobs, each of which the caller must fire exactly once; a job claimed by
+// another scheduler meanwhile is not among them. next runs on the store's
+// writer goroutine: it must be quick and must not touch the store.
+func (s *Store) ClaimDueJobs(ctx context.Context, now time.Time, next func(Job) *time.Time) ([]Job, error) {
+	var claimed []Job
+	err := s.write(ctx, 1, func(x *wtx) error {
+		claimed = claimed[:0]
+		rows, err := x.query(`SELECT `+jobColumns+` FROM jobs
+			WHERE enabled AND next_run IS NOT NULL AND next_run <= ? ORDER BY next_run, id`, ms(now))
+		if err != nil {
+			return err
+		}
+		var due []Job
+		for rows.Next() {
+			j, err := scanJob(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			due = append(due, j)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for _, j := range due {
+			var n *time.Time
+			if !j.Once {
+				if n = next(j); n != nil && !n.After(now) {
+					n = nil // a schedule that does not move forward runs no more
+				}
+			}
+			switch {
+			case j.Once:
+				_, err = x.exec(`DELETE FROM jobs WHERE id = ?`, j.ID)
+			case n == nil:
+				_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = NULL, enabled = 0 WHERE id = ?`, ms(now), j.ID)
+			default:
+				_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = ? WHERE id = ?`, ms(now), ms(*n), j.ID)
+			}
+			if err != nil {
+				return fmt.Errorf("claim job %q: %w", j.ID, err)
+			}
+			claimed = append(claimed, j)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due jobs: %w", err)
+	}
+	return claimed, nil
+}

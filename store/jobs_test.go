@@ -105,3 +105,39 @@ func TestJobs_RecurringAndScoped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// ClaimDueJobs claims every due job in one write, each occurrence once:
+// a one-shot job is gone, a recurring one moves on, a job not yet due stays,
+// and a second claim of the same moment finds nothing.
+func TestJobs_ClaimDueJobsClaimsEachOccurrenceOnce(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, dbPath(t))
+	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for _, j := range []store.Job{
+		{ID: "once", SessionKey: "telegram:dm:1", Schedule: "in 5m", Prompt: "a", NextRun: now.Add(-time.Minute), Once: true},
+		{ID: "hourly", SessionKey: "discord:dm:2", Schedule: "every 1h", Prompt: "b", NextRun: now},
+		{ID: "later", SessionKey: "web:dm:c", Schedule: "in 1h", Prompt: "c", NextRun: now.Add(time.Hour), Once: true},
+	} {
+		if err := s.PutJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(store.Job) *time.Time { n := now.Add(time.Hour); return &n }
+	claimed, err := s.ClaimDueJobs(ctx, now, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claimed) != 2 || claimed[0].ID != "once" || claimed[1].ID != "hourly" {
+		t.Fatalf("claimed %+v, want once and hourly, oldest first", claimed)
+	}
+	if again, err := s.ClaimDueJobs(ctx, now, next); err != nil || len(again) != 0 {
+		t.Fatalf("second claim of the same moment = %+v, %v", again, err)
+	}
+	due, err := s.DueJobs(ctx, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 2 || due[0].ID != "hourly" || due[1].ID != "later" {
+		t.Fatalf("due an hour later: %+v; want hourly (moved on) and later", due)
+	}
+}
