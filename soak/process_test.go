@@ -72,6 +72,8 @@ type hermesd struct {
 	log     *os.File
 	starts  int
 	cur     *process
+	// startTimes are when each process was started, in order.
+	startTimes []time.Time
 }
 
 // process is one running hermesd.
@@ -116,7 +118,9 @@ func (d *hermesd) start() *process {
 		}
 	}
 	d.starts++
-	fmt.Fprintf(d.log, "==== soak: start #%d at %s ====\n", d.starts, time.Now().UTC().Format(time.RFC3339Nano))
+	now := time.Now()
+	d.startTimes = append(d.startTimes, now)
+	fmt.Fprintf(d.log, "==== soak: start #%d at %s ====\n", d.starts, now.UTC().Format(time.RFC3339Nano))
 	cmd := exec.Command(d.bin, "run")
 	cmd.Env = d.env
 	cmd.Stdout, cmd.Stderr = d.log, d.log

@@ -106,6 +106,13 @@ func TestKill9Soak(t *testing.T) {
 		"HERMES_SWEEP_EVERY":    "0",
 		"HERMES_SHUTDOWN_GRACE": "2s",
 	})
+	// Registered after the temporary directories, so it runs before they
+	// are removed: a failed soak keeps hermesd's log and database.
+	t.Cleanup(func() {
+		if t.Failed() {
+			keepEvidence(t, seed, d.logPath, home)
+		}
+	})
 	failNow := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf(format+"\n--- last lines of hermesd's log (%s) ---\n%s", append(args, d.logPath, strings.Join(d.lines(80), "\n"))...)
@@ -230,7 +237,7 @@ func TestKill9Soak(t *testing.T) {
 	// Judge on what the fakes received and what hermesd stored.
 	stored, outcomes := acceptedTokens(t, db)
 	answers, probes := splitProbes(collect(tg, dc))
-	v := judge(convs, answers, stored)
+	v := judge(convs, answers, stored, d.startTimes)
 	for _, c := range convs {
 		if n := probes[c.platform+" "+c.chat]; n != 1 {
 			t.Errorf("%s got %d answers to its one /busy, want 1", c.key, n)
@@ -246,7 +253,7 @@ func TestKill9Soak(t *testing.T) {
 		kills, loadTime.Round(time.Millisecond), d.starts, ready.Round(time.Millisecond), drained.Round(time.Millisecond))
 	t.Logf("messages: %d sent, %d accepted, %d answered; %d Discord messages never stored (lost with a killed gateway connection, not accepted)",
 		v.sent, v.accepted, v.answered, len(v.notAccepted))
-	t.Logf("answers: %d received; Telegram duplicates in the named window (sent, then killed before the delivery was recorded): %d; "+
+	t.Logf("answers: %d received; Telegram duplicates (a reply sent, then killed before its delivery was recorded, sent again): %d; "+
 		"Discord duplicates: %d; Discord resends absorbed by enforce_nonce: %d; model calls: %d",
 		len(answers), v.duplicates[telegram], v.duplicates[discord], nonceRepeats, mdl.Calls())
 	for _, s := range v.duplicateSamples {
@@ -255,7 +262,7 @@ func TestKill9Soak(t *testing.T) {
 	if races := d.lines(5, "WARNING: DATA RACE"); len(races) > 0 {
 		t.Errorf("the race detector reported races in hermesd: see %s", d.logPath)
 	}
-	if fs := v.failures(kills); len(fs) > 0 {
+	if fs := v.failures(); len(fs) > 0 {
 		var b strings.Builder
 		for _, f := range fs {
 			b.WriteString(f + "\n")
@@ -274,10 +281,36 @@ func TestKill9Soak(t *testing.T) {
 			case st == "":
 				st = "pending (or no inbox in this build)"
 			}
-			fmt.Fprintf(&b, "--- %s (%s): inbox outcome %s; last log lines of the session ---\n%s\n", tok, c.key, st, strings.Join(d.lines(15, c.key), "\n"))
+			pid := c.platformID(tok)
+			fmt.Fprintf(&b, "--- %s (%s, %s): inbox outcome %s; log lines naming it ---\n%s\n--- last log lines of the session ---\n%s\n",
+				tok, c.key, pid, st, strings.Join(d.lines(10, pid), "\n"), strings.Join(d.lines(15, c.key), "\n"))
 		}
 		failNow("%d kills; the soak found:\n%s", kills, b.String())
 	}
+}
+
+// keepEvidence copies hermesd's log and database out of the test's
+// temporary directories, which are removed when the test ends.
+func keepEvidence(t *testing.T, seed uint64, logPath, home string) {
+	dir, err := os.MkdirTemp("", fmt.Sprintf("hermesd-soak-%d-", seed))
+	if err != nil {
+		t.Logf("keep the evidence: %v", err)
+		return
+	}
+	files := map[string]string{logPath: "hermesd.log"}
+	for _, f := range []string{"hermesd.db", "hermesd.db-wal", "hermesd.db-shm"} {
+		files[filepath.Join(home, f)] = f
+	}
+	for from, to := range files {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			continue // no WAL left, for one
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), b, 0o600); err != nil {
+			t.Logf("keep %s: %v", to, err)
+		}
+	}
+	t.Logf("hermesd's log and database are kept in %s", dir)
 }
 
 // conversations returns the chats of the load: chatsPerPlatform on each
@@ -356,15 +389,22 @@ func (l *load) send(c *conversation) string {
 		if c.group {
 			opts = append(opts, telegramtest.InGroup(), telegramtest.Mention())
 		}
-		l.tg.SendText(chat, c.user, tok, opts...)
+		id := l.tg.SendText(chat, c.user, tok, opts...)
+		l.mu.Lock()
+		c.platformIDs = append(c.platformIDs, "update_id="+strconv.FormatInt(id, 10))
+		l.mu.Unlock()
 	case discord:
 		m := discordtest.Message{ChannelID: c.chat, AuthorID: strconv.FormatInt(c.user, 10), Content: tok}
 		if c.group {
 			m.GuildID, m.MentionBot = "900", true
 		}
-		if _, err := l.dc.Inject(m); err != nil {
+		id, err := l.dc.Inject(m)
+		if err != nil {
 			panic(fmt.Sprintf("discordtest inject: %v", err)) // only a JSON encoding error: a bug here
 		}
+		l.mu.Lock()
+		c.platformIDs = append(c.platformIDs, id)
+		l.mu.Unlock()
 	}
 	return tok
 }
@@ -459,13 +499,13 @@ func collect(tg *telegramtest.Server, dc *discordtest.Server) []answer {
 			if text == "" {
 				text = c.Fields["caption"]
 			}
-			out = append(out, answer{telegram, strconv.FormatInt(c.ChatID, 10), text})
+			out = append(out, answer{telegram, strconv.FormatInt(c.ChatID, 10), text, c.Time})
 		}
 	}
 	for _, p := range dc.Attempts() {
 		// A repeat answered through enforce_nonce created no message.
 		if p.Method == "POST" && p.MessageID != "" && !p.Duplicate && p.Status == 200 {
-			out = append(out, answer{discord, p.ChannelID, p.Content})
+			out = append(out, answer{discord, p.ChannelID, p.Content, p.At})
 		}
 	}
 	return out
