@@ -38,6 +38,22 @@ func (s *Store) SetCursor(ctx context.Context, name, value string) error {
 	return nil
 }
 
+// Seen reports whether id was marked seen for platform within the dedup
+// TTL, without marking it: a check that must not count as the mark (the
+// Telegram adapter asks whether an interrupted update was finished).
+func (s *Store) Seen(ctx context.Context, p messages.Platform, id string) (bool, error) {
+	if p == "" || id == "" {
+		return false, fmt.Errorf("seen: %w: platform and id are required", ErrInvalid)
+	}
+	cutoff := ms(s.now()) - s.dedupTTL.Milliseconds()
+	var n int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM seen WHERE platform = ? AND id = ? AND seen_at >= ?`, []any{&n}, string(p), id, cutoff)
+	if err != nil {
+		return false, fmt.Errorf("seen %s message %q: %w", p, id, err)
+	}
+	return n > 0, nil
+}
+
 // MarkSeen records that the platform delivered the inbound message id and
 // reports whether this is the first time within the dedup TTL, so a message
 // the platform redelivers (a webhook retry, a reconnect) is handled once.
