@@ -41,6 +41,8 @@ type conversation struct {
 	// platformIDs[i] names tokens[i] as hermesd logs it: "update_id=<n>"
 	// on Telegram, the message id on Discord.
 	platformIDs []string
+	// sentAt[i] is when tokens[i] was handed to the fake platform.
+	sentAt []time.Time
 }
 
 // platformID returns how hermesd's log names the message carrying tok.

@@ -1,6 +1,7 @@
 package soak_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +40,11 @@ const (
 	minLife, maxLife = 50 * time.Millisecond, 4 * time.Second
 	// The fake model answers after [minThink, maxThink).
 	minThink, maxThink = 50 * time.Millisecond, 400 * time.Millisecond
+	// gatewayWindow bounds how far from a kill a Discord message may have
+	// been sent and still be lost with the killed gateway connection; one
+	// sent further from every kill that was never stored is a loss. It is
+	// generous: the windows measured are milliseconds wide.
+	gatewayWindow = 5 * time.Second
 	// drainWait bounds how long the last process may take to answer what
 	// it owes once the load stopped; drainOld, a build without an inbox
 	// (HERMESD_SOAK_BIN), which may never answer.
@@ -88,7 +95,7 @@ func TestKill9Soak(t *testing.T) {
 	d := newHermesd(t, bin, map[string]string{
 		"HERMES_HOME":            home,
 		"HERMES_HTTP_ADDR":       freeAddr(t),
-		"HERMES_LOG_LEVEL":       "info",
+		"HERMES_LOG_LEVEL":       cmp.Or(os.Getenv("HERMESD_SOAK_LOG_LEVEL"), "info"),
 		"OPENAI_BASE_URL":        mdl.URL(),
 		"HERMES_MODEL":           "soak",
 		"TELEGRAM_BOT_TOKEN":     tg.Token(),
@@ -109,7 +116,7 @@ func TestKill9Soak(t *testing.T) {
 	// Registered after the temporary directories, so it runs before they
 	// are removed: a failed soak keeps hermesd's log and database.
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("HERMESD_SOAK_KEEP") == "1" {
 			keepEvidence(t, seed, d.logPath, home)
 		}
 	})
@@ -143,6 +150,7 @@ func TestKill9Soak(t *testing.T) {
 	// Kill, restart, repeat, while the load runs.
 	schedule := rand.New(rand.NewPCG(seed, 2))
 	kills := 0
+	var killedAt []time.Time
 	for time.Since(began) < loadFor || kills < minKills {
 		p := d.start()
 		life := minLife + time.Duration(schedule.Int64N(int64(maxLife-minLife)))
@@ -153,6 +161,7 @@ func TestKill9Soak(t *testing.T) {
 			failNow("hermesd #%d exited on its own %s into its life (%v) during the load", p.n, life, p.err)
 		case <-timer.C:
 		}
+		killedAt = append(killedAt, time.Now())
 		p.kill()
 		kills++
 	}
@@ -258,6 +267,37 @@ func TestKill9Soak(t *testing.T) {
 		len(answers), v.duplicates[telegram], v.duplicates[discord], nonceRepeats, mdl.Calls())
 	for _, s := range v.duplicateSamples {
 		t.Logf("duplicate: %s", s)
+	}
+	if len(v.notAccepted) > 0 {
+		// When each was sent, between which kills. The gateway loses an
+		// event in two windows: written to a killed process's socket
+		// before the fake noticed it was gone (just after a kill), or read
+		// by hermesd but not yet stored (just before one). A new gateway
+		// session does not get such events back.
+		var gaps []time.Duration // to the nearer kill
+		for n, tok := range v.notAccepted {
+			c := ownerOf(convs, tok)
+			sent := c.sentAt[slices.Index(c.tokens, tok)]
+			i, _ := slices.BinarySearchFunc(killedAt, sent, func(k, s time.Time) int { return k.Compare(s) })
+			after, before := time.Duration(1<<62), time.Duration(1<<62)
+			if i > 0 {
+				after = sent.Sub(killedAt[i-1])
+			}
+			if i < len(killedAt) {
+				before = killedAt[i].Sub(sent)
+			}
+			gaps = append(gaps, min(after, before))
+			if n < 5 {
+				t.Logf("never stored: %s (%s, message %s), sent %s after kill #%d and %s before kill #%d", tok, c.key, c.platformID(tok),
+					after.Round(time.Microsecond), i, before.Round(time.Microsecond), i+1)
+			}
+		}
+		slices.Sort(gaps)
+		t.Logf("Discord messages never stored were sent within %s of a kill (median %s, min %s)",
+			gaps[len(gaps)-1].Round(time.Microsecond), gaps[len(gaps)/2].Round(time.Microsecond), gaps[0].Round(time.Microsecond))
+		if far := gaps[len(gaps)-1]; far > gatewayWindow {
+			t.Errorf("a Discord message sent %s away from any kill was never stored: hermesd lost it without a crash to blame", far.Round(time.Millisecond))
+		}
 	}
 	if races := d.lines(5, "WARNING: DATA RACE"); len(races) > 0 {
 		t.Errorf("the race detector reported races in hermesd: see %s", d.logPath)
@@ -392,6 +432,7 @@ func (l *load) send(c *conversation) string {
 		id := l.tg.SendText(chat, c.user, tok, opts...)
 		l.mu.Lock()
 		c.platformIDs = append(c.platformIDs, "update_id="+strconv.FormatInt(id, 10))
+		c.sentAt = append(c.sentAt, time.Now())
 		l.mu.Unlock()
 	case discord:
 		m := discordtest.Message{ChannelID: c.chat, AuthorID: strconv.FormatInt(c.user, 10), Content: tok}
@@ -404,6 +445,7 @@ func (l *load) send(c *conversation) string {
 		}
 		l.mu.Lock()
 		c.platformIDs = append(c.platformIDs, id)
+		c.sentAt = append(c.sentAt, time.Now())
 		l.mu.Unlock()
 	}
 	return tok
