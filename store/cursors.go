@@ -58,14 +58,18 @@ func (s *Store) Seen(ctx context.Context, p messages.Platform, id string) (bool,
 // reports whether this is the first time within the dedup TTL, so a message
 // the platform redelivers (a webhook retry, a reconnect) is handled once.
 // Entries older than the TTL are pruned as a side effect.
-func (s *Store) MarkSeen(ctx context.Context, p messages.Platform, id string) (first bool, err error) {
+func (s *Store) MarkSeen(ctx context.Context, p messages.Platform, id string) (bool, error) {
 	if p == "" || id == "" {
 		return false, fmt.Errorf("mark seen: %w: platform and id are required", ErrInvalid)
 	}
 	now := ms(s.now())
 	cutoff := now - s.dedupTTL.Milliseconds()
 	pruneEvery := max(s.dedupTTL/24, time.Minute).Milliseconds()
-	err = s.write(ctx, 1, func(x *wtx) error {
+	// first is written on the writer goroutine and read only once write
+	// returned nil: when ctx ends first, write returns while the operation
+	// may still run, and nothing here may touch first any more.
+	var first bool
+	err := s.write(ctx, 1, func(x *wtx) error {
 		if now-x.w.seenPrune >= pruneEvery {
 			if _, err := x.exec(`DELETE FROM seen WHERE seen_at < ?`, cutoff); err != nil {
 				return fmt.Errorf("prune: %w", err)
