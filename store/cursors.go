@@ -38,18 +38,38 @@ func (s *Store) SetCursor(ctx context.Context, name, value string) error {
 	return nil
 }
 
+// Seen reports whether id was marked seen for platform within the dedup
+// TTL, without marking it: a check that must not count as the mark (the
+// Telegram adapter asks whether an interrupted update was finished).
+func (s *Store) Seen(ctx context.Context, p messages.Platform, id string) (bool, error) {
+	if p == "" || id == "" {
+		return false, fmt.Errorf("seen: %w: platform and id are required", ErrInvalid)
+	}
+	cutoff := ms(s.now()) - s.dedupTTL.Milliseconds()
+	var n int
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM seen WHERE platform = ? AND id = ? AND seen_at >= ?`, []any{&n}, string(p), id, cutoff)
+	if err != nil {
+		return false, fmt.Errorf("seen %s message %q: %w", p, id, err)
+	}
+	return n > 0, nil
+}
+
 // MarkSeen records that the platform delivered the inbound message id and
 // reports whether this is the first time within the dedup TTL, so a message
 // the platform redelivers (a webhook retry, a reconnect) is handled once.
 // Entries older than the TTL are pruned as a side effect.
-func (s *Store) MarkSeen(ctx context.Context, p messages.Platform, id string) (first bool, err error) {
+func (s *Store) MarkSeen(ctx context.Context, p messages.Platform, id string) (bool, error) {
 	if p == "" || id == "" {
 		return false, fmt.Errorf("mark seen: %w: platform and id are required", ErrInvalid)
 	}
 	now := ms(s.now())
 	cutoff := now - s.dedupTTL.Milliseconds()
 	pruneEvery := max(s.dedupTTL/24, time.Minute).Milliseconds()
-	err = s.write(ctx, 1, func(x *wtx) error {
+	// first is written on the writer goroutine and read only once write
+	// returned nil: when ctx ends first, write returns while the operation
+	// may still run, and nothing here may touch first any more.
+	var first bool
+	err := s.write(ctx, 1, func(x *wtx) error {
 		if now-x.w.seenPrune >= pruneEvery {
 			if _, err := x.exec(`DELETE FROM seen WHERE seen_at < ?`, cutoff); err != nil {
 				return fmt.Errorf("prune: %w", err)

@@ -212,12 +212,28 @@ func TestMarkSeen(t *testing.T) {
 			t.Fatalf("MarkSeen(%s, %s) first = %v, want %v", p, id, first, want)
 		}
 	}
+	seen := func(p, id string, want bool) {
+		t.Helper()
+		got, err := s.Seen(ctx, messagesPlatform(p), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("Seen(%s, %s) = %v, want %v", p, id, got, want)
+		}
+	}
+	seen("telegram", "5", false)
+	seen("telegram", "5", false) // asking does not mark
 	check("telegram", "5", true)
+	seen("telegram", "5", true)
 	check("telegram", "5", false)
 	check("discord", "5", true) // ids are per platform
+	seen("discord", "6", false)
 	c.Advance(59 * time.Minute)
+	seen("telegram", "5", true)
 	check("telegram", "5", false)
 	c.Advance(2 * time.Hour) // past the TTL: remembered no longer
+	seen("telegram", "5", false)
 	check("telegram", "5", true)
 	check("telegram", "5", false)
 }

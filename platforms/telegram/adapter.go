@@ -209,6 +209,8 @@ type Store interface {
 	// time, atomically and durably. Marks must outlive Telegram's own
 	// retention of unconfirmed updates (24 hours).
 	MarkSeen(ctx context.Context, p messages.Platform, id string) (first bool, err error)
+	// Seen reports whether id was marked for platform, without marking it.
+	Seen(ctx context.Context, p messages.Platform, id string) (bool, error)
 }
 
 // Transcriber turns speech into text. filename tells the provider the

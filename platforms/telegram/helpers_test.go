@@ -75,6 +75,15 @@ func (s *store) MarkSeen(_ context.Context, platform messages.Platform, id strin
 	return true, nil
 }
 
+func (s *store) Seen(_ context.Context, platform messages.Platform, id string) (bool, error) {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	if s.dead.Load() {
+		return false, errDead
+	}
+	return s.d.seen[string(platform)+"/"+id], nil
+}
+
 // crash kills the "process": later writes are lost.
 func (s *store) crash() {
 	s.d.mu.Lock()

@@ -277,8 +277,10 @@ func (a *Adapter) seenID(id int64, step string) string {
 // Inbound: "claim" before, "done" after. A claimed update that was never
 // marked done was interrupted (a crash) somewhere between the two; it is
 // handled again, since it may never have reached Inbound — at worst Inbound
-// sees it twice, with the same message id, and never loses it. Store errors
-// are retried until ctx ends.
+// sees it twice, with the same message id, and never loses it. Whether it
+// was marked done is only read here, never marked: a crash while handling it
+// again must leave it unfinished, not done. Store errors are retried until
+// ctx ends.
 func (p *pipeline) claim(ctx context.Context, id int64, log *slog.Logger) (bool, error) {
 	back := retry.NewBackoff(200*time.Millisecond, 5*time.Second)
 	for {
@@ -287,13 +289,13 @@ func (p *pipeline) claim(ctx context.Context, id int64, log *slog.Logger) (bool,
 			return true, nil
 		}
 		if err == nil {
-			var unfinished bool
-			unfinished, err = p.a.store.MarkSeen(ctx, messages.Telegram, p.a.seenID(id, "done"))
+			var done bool
+			done, err = p.a.store.Seen(ctx, messages.Telegram, p.a.seenID(id, "done"))
 			if err == nil {
-				if unfinished {
+				if !done {
 					log.Warn("telegram update was interrupted before it settled (a crash?); handling it again")
 				}
-				return unfinished, nil
+				return !done, nil
 			}
 		}
 		if ctx.Err() != nil {

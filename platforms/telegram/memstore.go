@@ -34,6 +34,14 @@ func (m *memStore) SetCursor(_ context.Context, name, value string) error {
 	return nil
 }
 
+// Seen implements Store.
+func (m *memStore) Seen(_ context.Context, platform messages.Platform, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.seen[string(platform)+"\x00"+id]
+	return ok, nil
+}
+
 // MarkSeen implements Store.
 func (m *memStore) MarkSeen(_ context.Context, platform messages.Platform, id string) (bool, error) {
 	m.mu.Lock()

@@ -179,6 +179,53 @@ func TestRestart_KillDuringInboundLosesNothing(t *testing.T) {
 	led.check(t, want)
 }
 
+// Kill -9 twice in a row inside Inbound for the same update: the first
+// process dies handling the 3rd message, the second dies handling it again
+// (its redelivery). The third process must still deliver it: handling an
+// interrupted update again must not mark it handled before it was.
+func TestRestart_KilledTwiceDuringInboundLosesNothing(t *testing.T) {
+	srv := telegramtest.NewServer(t)
+	st := newStore()
+	led := newLedger()
+	want := inject(srv, []int64{23}, 0, 6)
+
+	// die runs a process that delivers messages until the 3rd, and is
+	// killed inside Inbound when it gets there.
+	die := func(st *store) {
+		net := &killableClient{}
+		a := setup(t, srv, func(_ *telegram.Config, d *telegram.Deps) { d.Store, d.HTTPClient = st, net.client() })
+		released := make(chan struct{})
+		stop := run(t, a, func(ctx context.Context, m *messages.UserMessage) error {
+			if m.Text == "c23 3" && !st.dead.Load() { // kill -9 now
+				st.crash()
+				net.dead.Store(true)
+			}
+			if st.dead.Load() {
+				<-released // a dead process does nothing more
+				return fmt.Errorf("dead")
+			}
+			led.note(m)
+			return nil
+		})
+		waitFor(t, func() bool { return st.dead.Load() })
+		close(released)
+		_ = stop()
+	}
+	die(st)
+	st = st.restarted()
+	die(st)
+
+	c := setup(t, srv, func(_ *telegram.Config, d *telegram.Deps) { d.Store = st.restarted() })
+	run(t, c, func(_ context.Context, m *messages.UserMessage) error { led.note(m); return nil })
+	led.waitTotal(t, len(want))
+	last := srv.SendText(23, 23, "c23 6")
+	want = append(want, "c23 6")
+	if err := srv.WaitConfirmed(ctxT(t), last); err != nil {
+		t.Fatal(err)
+	}
+	led.check(t, want)
+}
+
 // Kill -9 between updates: after the 5th was accepted and marked handled,
 // before anything else happened. Nothing is lost and nothing repeats.
 func TestRestart_KillBetweenUpdatesRepeatsNothing(t *testing.T) {
