@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/hermesd/hermesd/messages"
@@ -34,3 +35,19 @@ func (nopObserver) TurnFinished(messages.Session, string, time.Duration)      {}
 func (nopObserver) ModelCall(int, int)                                        {}
 func (nopObserver) ToolCall(string, string, time.Duration)                    {}
 func (nopObserver) Delivery(messages.Platform, string, string, time.Duration) {}
+
+// counting wraps an Observer and keeps the running-turn count shutdown needs.
+type counting struct {
+	Observer
+	running *atomic.Int64
+}
+
+func (c counting) TurnStarted(s messages.Session) {
+	c.running.Add(1)
+	c.Observer.TurnStarted(s)
+}
+
+func (c counting) TurnFinished(s messages.Session, outcome string, d time.Duration) {
+	c.running.Add(-1)
+	c.Observer.TurnFinished(s, outcome, d)
+}

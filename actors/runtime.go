@@ -24,87 +24,6 @@ import (
 	"github.com/hermesd/hermesd/tools"
 )
 
-// Config holds the runtime's tunables. DefaultConfig documents the defaults.
-type Config struct {
-	// IdleTimeout is how long a session may sit idle before it passivates
-	// (its state is in the store; the next message brings it back).
-	IdleTimeout time.Duration
-	// SweepInterval is how often the router looks for idle sessions; 0
-	// disables passivation (tests, benchmarks).
-	SweepInterval time.Duration
-	// HistoryLimit is how many recent messages a session keeps in context.
-	HistoryLimit int
-	// MaxToolRounds bounds model↔tool iterations in one turn; the last call
-	// is made without tools so the model must answer.
-	MaxToolRounds int
-	// TurnTimeout bounds a whole turn; ToolTimeout one tool call; TTSTimeout
-	// one synthesis; SendTimeout one delivery; StoreTimeout one store call.
-	TurnTimeout, ToolTimeout, TTSTimeout, SendTimeout, StoreTimeout time.Duration
-	// TypingDelay is how long a turn runs before its chat shows "typing"
-	// (or "recording"); TypingRefresh is how often that is renewed
-	// (Telegram's expire after about 5 s).
-	TypingDelay, TypingRefresh time.Duration
-	// MaxInboundBytes is the largest message text accepted.
-	MaxInboundBytes int
-	// QueueLimit bounds messages waiting under the "queue" busy policy.
-	QueueLimit int
-	// DefaultBusy is the busy policy of a new session.
-	DefaultBusy messages.BusyPolicy
-	// SystemPrompt starts every model conversation.
-	SystemPrompt string
-	// RecoveryConcurrency bounds how many sessions answer what they owed at
-	// start at the same time (0 means 32), so a restart with a long backlog
-	// does not stampede the model.
-	RecoveryConcurrency int
-	// ModelName is shown by /status.
-	ModelName string
-	// ReviewEvery and SweepEvery start a skill review / memory sweep after
-	// that many turns (0 = never); SweepOnIdle also sweeps before a session
-	// passivates. MaxBackground bounds a session's background children.
-	ReviewEvery, SweepEvery int
-	SweepOnIdle             bool
-	MaxBackground           int
-	// MaxDelegateDepth bounds sub-agent nesting; MaxDelegates bounds the
-	// sub-agents one turn runs at once, MaxDelegatesTotal those of the
-	// whole daemon.
-	MaxDelegateDepth, MaxDelegates, MaxDelegatesTotal int
-	// SchedulerInterval is how often the scheduler looks for due jobs (it
-	// also wakes when a job is created).
-	SchedulerInterval time.Duration
-	// RouterShards is how many router actors share the session keys; 0
-	// means one per CPU.
-	RouterShards int
-}
-
-// DefaultConfig returns the defaults used by the daemon.
-func DefaultConfig() Config {
-	return Config{
-		IdleTimeout:       30 * time.Minute,
-		SweepInterval:     time.Minute,
-		HistoryLimit:      200,
-		MaxToolRounds:     8,
-		TurnTimeout:       10 * time.Minute,
-		ToolTimeout:       2 * time.Minute,
-		TTSTimeout:        time.Minute,
-		SendTimeout:       2 * time.Minute,
-		StoreTimeout:      30 * time.Second,
-		TypingRefresh:     4 * time.Second,
-		MaxInboundBytes:   32 << 10,
-		QueueLimit:        20,
-		DefaultBusy:       messages.Interrupt,
-		SystemPrompt:      "You are Hermes, a helpful assistant chatting with people through a messaging app. Be concise. You can call tools; use text_to_speech when the user wants to hear something.",
-		ModelName:         "offline assistant",
-		ReviewEvery:       10,
-		SweepEvery:        5,
-		SweepOnIdle:       true,
-		MaxBackground:     4,
-		MaxDelegateDepth:  1,
-		MaxDelegates:      3,
-		MaxDelegatesTotal: 64,
-		SchedulerInterval: time.Second,
-	}
-}
-
 // Deps are the runtime's collaborators, built by cmd/hermesd.
 type Deps struct {
 	Log     *slog.Logger
@@ -195,9 +114,6 @@ type Runtime struct {
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
 }
-
-// ErrShuttingDown is returned by Receive once shutdown has begun.
-var ErrShuttingDown = errors.New("hermesd is shutting down")
 
 // Start builds the actor system and the tree, and starts the adapters.
 func Start(cfg Config, d Deps) (*Runtime, error) {
@@ -314,56 +230,6 @@ func restartSession(any) actor.Directive { return actor.RestartDirective }
 // System returns the actor system, for inspection.
 func (rt *Runtime) System() *actor.ActorSystem { return rt.sys }
 
-// Receive is the platforms.Inbound of every adapter: it validates the
-// message, persists it (so it is safe before the platform is told), and
-// routes it to its session. Callers keep each chat's order.
-func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
-	if !rt.accepting.Load() {
-		return ErrShuttingDown
-	}
-	s, err := messages.ParseKey(m.GetSessionKey())
-	if err != nil {
-		return fmt.Errorf("route message: %w", err)
-	}
-	if n := len(m.GetText()); n > rt.cfg.MaxInboundBytes {
-		return fmt.Errorf("%w: %d bytes, the limit is %d", platforms.ErrTooLarge, n, rt.cfg.MaxInboundBytes)
-	}
-	if m.ReceivedUnixMs == 0 {
-		m.ReceivedUnixMs = time.Now().UnixMilli()
-	}
-	cmd, _, isCmd := parseCommand(m.GetText())
-	switch {
-	case isCmd && (cmd == "new" || cmd == "reset"):
-		// Applied here, before routing, so later messages land in the new
-		// conversation; the session learns the conversation's number.
-		conv, err := rt.persist.NewConversation(ctx, s)
-		if err != nil {
-			rt.log.Error("start a new conversation", "session", s.Key(), "err", err)
-			return fmt.Errorf("start a new conversation: %w", err)
-		}
-		rt.sys.Root.Send(rt.routerOf(s.Key()), &conversationReset{m: m, conv: conv})
-		return nil
-	case isCmd:
-		// Commands steer the session; they are not part of the conversation.
-	default:
-		seq, err := rt.persist.Accept(ctx, s, m)
-		if errors.Is(err, ErrDuplicate) {
-			// Accepted once already: its session answers it (activating
-			// loads it as pending); routing it again could answer it twice.
-			rt.log.Info("platform sent a message again; not starting a second turn", "session", s.Key(), "message", m.GetMessageId())
-			rt.sys.Root.Send(rt.routerOf(s.Key()), &resumeSession{key: s.Key()})
-			return nil
-		}
-		if err != nil {
-			rt.log.Error("persist inbound message", "session", s.Key(), "err", err)
-			return fmt.Errorf("persist message: %w", err)
-		}
-		m.InboxSeq = seq
-	}
-	rt.sys.Root.Send(rt.routerOf(m.GetSessionKey()), m)
-	return nil
-}
-
 // recoverOwed activates, at start, every session that owes work (pending
 // inputs, unconfirmed replies), oldest first, at most RecoveryConcurrency at
 // a time: each answers what it owes before the next one starts.
@@ -410,16 +276,6 @@ func (rt *Runtime) fault(kind Kind, c actor.Context) {
 		return
 	}
 	rt.faultHook(kind, c)
-}
-
-// Fire routes a due scheduled job to its session, activating it from the
-// key exactly as a live message would.
-func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
-	if _, err := messages.ParseKey(f.GetSessionKey()); err != nil {
-		return fmt.Errorf("fire job %s: %w", f.GetJobId(), err)
-	}
-	rt.sys.Root.Send(rt.routerOf(f.GetSessionKey()), f)
-	return nil
 }
 
 // Shutdown stops accepting messages, lets running turns finish for up to
@@ -501,78 +357,7 @@ func (rt *Runtime) indicates(p messages.Platform) bool {
 	return ok
 }
 
-// turnProps are the Props of turn t; the producer makes a fresh copy of t,
-// so no instance is ever reused (a restart would otherwise run on the state
-// the failed instance left).
-func (rt *Runtime) turnProps(t *turn) *actor.Props {
-	tmpl := *t
-	return rt.instrument(t.actorKind(), actor.PropsFromProducer(func() actor.Actor { t := tmpl; return &t },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
-}
-
-func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, t *turn, sender string) *actor.Props {
-	turnID, session, depth := t.id, t.session, t.depth
-	if call.Name == "delegate_task" && t.delegates == nil {
-		t.delegates = make(chan struct{}, max(rt.cfg.MaxDelegates, 1))
-	}
-	sem := t.delegates
-	// A sub-agent is the tool's child: it is stopped, never restarted.
-	return rt.instrument(KindTool, actor.PropsFromProducer(func() actor.Actor {
-		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender, depth: depth, delegates: sem}
-	}, actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
-}
-
-// systemPrompt is the configured prompt plus what the model should know
-// about where it is talking — from the turn's own binding, never from a
-// field of a message.
-func (rt *Runtime) systemPrompt(s messages.Session, instructions string) string {
-	p := rt.cfg.SystemPrompt
-	if instructions != "" {
-		p += "\n\n" + instructions
-	}
-	return p + fmt.Sprintf("\nYou are talking on %s (%s chat).", s.Platform(), s.Kind())
-}
-
-// counting wraps an Observer and keeps the running-turn count shutdown needs.
-type counting struct {
-	Observer
-	running *atomic.Int64
-}
-
-func (c counting) TurnStarted(s messages.Session) {
-	c.running.Add(1)
-	c.Observer.TurnStarted(s)
-}
-
-func (c counting) TurnFinished(s messages.Session, outcome string, d time.Duration) {
-	c.running.Add(-1)
-	c.Observer.TurnFinished(s, outcome, d)
-}
-
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
-
-// protoLogger sends protoactor's own logs to ours at Warn and above: it logs
-// every recovered panic at Info with no stack, which we log ourselves.
-func protoLogger(l *slog.Logger) func(*actor.ActorSystem) *slog.Logger {
-	return func(s *actor.ActorSystem) *slog.Logger {
-		return slog.New(minLevel{l.Handler(), slog.LevelWarn}).With("lib", "protoactor")
-	}
-}
-
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(as), h.min}
-}
-
-func (h minLevel) WithGroup(g string) slog.Handler { return minLevel{h.Handler.WithGroup(g), h.min} }
 
 // Accepting reports whether the runtime takes new messages.
 func (rt *Runtime) Accepting() bool { return rt.accepting.Load() }
