@@ -64,6 +64,9 @@ type Config struct {
 	// that many turns of a conversation; 0 turns them off.
 	ReviewEvery int
 	SweepEvery  int
+
+	// Tools are the settings of the tools that act (config/tools.go).
+	Tools Tools
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -112,7 +115,7 @@ var keys = []struct {
 // the environment through lookup (os.LookupEnv in the daemon).
 func Load(lookup func(string) (string, bool)) (Config, error) {
 	vals := make(map[string]string, len(keys))
-	for _, k := range keys {
+	for _, k := range allKeys() {
 		vals[k.name] = k.def
 	}
 	home, ok := lookup("HERMES_HOME")
@@ -127,7 +130,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	if err := readYAML(file, vals); err != nil {
 		return Config{}, err
 	}
-	for _, k := range keys {
+	for _, k := range allKeys() {
 		if v, ok := lookup(k.name); ok {
 			vals[k.name] = v
 		}
@@ -295,6 +298,7 @@ func parse(v map[string]string) (Config, error) {
 	if !c.Loopback() && c.APIToken == "" {
 		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
 	}
+	c.Tools = parseTools(v, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"
 	}
@@ -331,7 +335,7 @@ func (c Config) Redacted() []string {
 		"HERMES_STT_PROVIDER": c.STTProvider, "HERMES_BUSY_POLICY": c.BusyPolicy,
 	}
 	secret := map[string]bool{}
-	for _, k := range keys {
+	for _, k := range allKeys() {
 		secret[k.name] = k.secret
 	}
 	var out []string

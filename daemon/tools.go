@@ -1,0 +1,18 @@
+package daemon
+
+import (
+	"github.com/hermesd/hermesd/tools"
+	"github.com/hermesd/hermesd/tools/web"
+)
+
+// actingTools builds the tools that act on the world (web, workspace, MCP,
+// terminal) from the configuration; each is offered only when configured.
+func (d *Daemon) actingTools() ([]tools.Tool, error) {
+	tc := d.cfg.Tools
+	guard := web.Guard{AllowPrivate: tc.WebAllowPrivate, Allow: tc.WebAllow}
+	ts := []tools.Tool{web.Fetch(web.FetchOptions{
+		Client:   web.ClientOptions{Guard: guard, Timeout: tc.FetchTimeout},
+		MaxBytes: tc.FetchMaxBytes,
+	})}
+	return ts, nil
+}

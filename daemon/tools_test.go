@@ -1,0 +1,173 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermesd/hermesd/config"
+	"github.com/hermesd/hermesd/daemon"
+	"github.com/hermesd/hermesd/model"
+	"github.com/hermesd/hermesd/model/modeltest"
+	"github.com/hermesd/hermesd/platforms/discord/discordtest"
+	"github.com/hermesd/hermesd/platforms/telegram/telegramtest"
+)
+
+// toolWorld is a daemon wired to fake Telegram, Discord and model servers on
+// loopback, with a model that calls whatever tool a message names.
+type toolWorld struct {
+	d     *daemon.Daemon
+	tg    *telegramtest.Server
+	dc    *discordtest.Server
+	model *modeltest.Server
+}
+
+// toolCaller is the scripted model: a user message "call <tool> <json>"
+// makes it call <tool> with those arguments; once the tool answered, it
+// replies "result <tool>: <the tool's result>". Anything else gets "ok".
+func toolCaller(_ context.Context, req model.Request) (model.Response, error) {
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == model.RoleTool {
+		name := last.Name // the wire format does not carry it: find the call
+		for _, m := range req.Messages {
+			for _, c := range m.ToolCalls {
+				if c.ID == last.ToolCallID {
+					name = c.Name
+				}
+			}
+		}
+		return model.Response{Message: model.Message{Role: model.RoleAssistant,
+			Content: "result " + name + ": " + last.Content}, FinishReason: "stop"}, nil
+	}
+	text := last.Content
+	if i := strings.Index(text, "call "); i >= 0 {
+		name, args, _ := strings.Cut(strings.TrimSpace(text[i+len("call "):]), " ")
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.ToolCalls)
+		}
+		return model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{
+			ID: fmt.Sprintf("call_%d", n+1), Name: name, Arguments: args,
+		}}}, FinishReason: model.FinishToolCalls}, nil
+	}
+	return model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "ok"}, FinishReason: "stop"}, nil
+}
+
+func newToolWorld(t *testing.T, env map[string]string) *toolWorld {
+	t.Helper()
+	w := &toolWorld{tg: telegramtest.NewServer(t), dc: discordtest.NewServer(t)}
+	w.model = modeltest.NewServer(t, modeltest.WithHandler(toolCaller))
+	all := map[string]string{
+		"HERMES_HOME":            t.TempDir(),
+		"OPENAI_BASE_URL":        w.model.URL(),
+		"TELEGRAM_BOT_TOKEN":     w.tg.Token(),
+		"TELEGRAM_API_URL":       w.tg.URL(),
+		"TELEGRAM_ALLOWED_USERS": "*",
+		"TELEGRAM_RATE_LIMIT":    "off",
+		"DISCORD_BOT_TOKEN":      discordtest.Token,
+		"DISCORD_API_URL":        w.dc.URL,
+		"DISCORD_ALLOWED_USERS":  "*",
+		"HERMES_REVIEW_EVERY":    "0",
+		"HERMES_SWEEP_EVERY":     "0",
+		"HERMES_TTS_PROVIDER":    "none",
+		"HERMES_SHUTDOWN_GRACE":  "1s",
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.d, err = daemon.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), daemon.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_ = w.d.Close(ctx)
+	})
+	w.dc.WaitConnected(t)
+	return w
+}
+
+// telegramReply sends text from user in private chat id and waits for the
+// first reply in that chat that contains want.
+func (w *toolWorld) telegramReply(t *testing.T, chat int64, text, want string) string {
+	t.Helper()
+	w.tg.SendText(chat, chat, text)
+	var got string
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := w.tg.WaitFor(ctx, func(calls []telegramtest.Call) bool {
+		for _, c := range calls {
+			if c.Method == "sendMessage" && c.ChatID == chat && strings.Contains(c.Fields["text"], want) {
+				got = c.Fields["text"]
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no reply containing %q in telegram chat %d: %v; sent: %v", want, chat, err, sentTexts(w.tg.CallsTo("sendMessage")))
+	}
+	return got
+}
+
+func sentTexts(calls []telegramtest.Call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, fmt.Sprintf("%d:%q", c.ChatID, c.Fields["text"]))
+	}
+	return out
+}
+
+// discordReply sends a DM in channel from user and waits for a post there
+// containing want.
+func (w *toolWorld) discordReply(t *testing.T, channel, user, text, want string) string {
+	t.Helper()
+	w.dc.DM(channel, user, text)
+	var got string
+	w.dc.Await(t, "a reply containing "+want+" in "+channel, func() bool {
+		for _, p := range w.dc.PostsTo(channel) {
+			if strings.Contains(p.Content, want) {
+				got = p.Content
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// TestWebFetch_ThroughATurn fetches a loopback page through a whole turn:
+// fake Telegram in, fake model calls web_fetch, the page's text goes back to
+// the model and the answer lands in the asking chat. Loopback is allowed
+// only for 127.0.0.1, by the operator setting.
+func TestWebFetch_ThroughATurn(t *testing.T) {
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<html><head><title>Tide table</title></head><body><main><h1>Tide table</h1>
+<p>High tide today is at 14:32 and low tide is at 20:51, according to the harbour master's office.
+The next spring tide is expected on Thursday, when the water will rise higher than usual.</p></main></body></html>`)
+	}))
+	defer page.Close()
+	w := newToolWorld(t, map[string]string{"HERMES_WEB_ALLOW_PRIVATE": "127.0.0.1/32"})
+	got := w.telegramReply(t, 501, `call web_fetch {"url":"`+page.URL+`/tides"}`, "result web_fetch")
+	if !strings.Contains(got, "High tide today is at 14:32") || !strings.Contains(got, "Title: Tide table") {
+		t.Fatalf("reply = %q", got)
+	}
+	// The guard still refuses what the setting does not allow, and the
+	// model is told why.
+	got = w.discordReply(t, "7001", "71", `call web_fetch {"url":"http://10.0.0.1/"}`, "result web_fetch")
+	if !strings.Contains(got, "not allowed") {
+		t.Fatalf("reply = %q", got)
+	}
+}
