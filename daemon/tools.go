@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"path/filepath"
+
 	"github.com/hermesd/hermesd/tools"
 	"github.com/hermesd/hermesd/tools/web"
+	"github.com/hermesd/hermesd/tools/workspace"
 )
 
 // actingTools builds the tools that act on the world (web, workspace, MCP,
@@ -14,5 +17,13 @@ func (d *Daemon) actingTools() ([]tools.Tool, error) {
 		Client:   web.ClientOptions{Guard: guard, Timeout: tc.FetchTimeout},
 		MaxBytes: tc.FetchMaxBytes,
 	})}
+	if tc.Workspace {
+		ts = append(ts, d.workspaces().Tools()...)
+	}
 	return ts, nil
+}
+
+// workspaces are the per-conversation directories under HERMES_HOME.
+func (d *Daemon) workspaces() *workspace.Workspaces {
+	return workspace.New(filepath.Join(d.cfg.Home, "workspaces"))
 }

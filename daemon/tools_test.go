@@ -171,3 +171,19 @@ The next spring tide is expected on Thursday, when the water will rise higher th
 		t.Fatalf("reply = %q", got)
 	}
 }
+
+// TestWorkspace_ThroughATurn writes and edits a file from Telegram; the same
+// path from a Discord chat is another workspace.
+func TestWorkspace_ThroughATurn(t *testing.T) {
+	w := newToolWorld(t, nil)
+	w.telegramReply(t, 601, `call write_file {"path":"plan.txt","content":"step one: boil water"}`, "result write_file: wrote plan.txt")
+	w.telegramReply(t, 601, `call edit_file {"path":"plan.txt","old_string":"boil water","new_string":"brew tea"}`, "result edit_file: edited plan.txt")
+	got := w.telegramReply(t, 601, `call read_file {"path":"plan.txt"}`, "result read_file")
+	if !strings.HasSuffix(got, "step one: brew tea") {
+		t.Fatalf("telegram read = %q", got)
+	}
+	got = w.discordReply(t, "7002", "72", `call read_file {"path":"plan.txt"}`, "result read_file")
+	if !strings.Contains(got, "no such file") {
+		t.Fatalf("discord chat read another chat's file: %q", got)
+	}
+}
