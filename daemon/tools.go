@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/hermesd/hermesd/tools"
@@ -17,6 +18,17 @@ func (d *Daemon) actingTools() ([]tools.Tool, error) {
 		Client:   web.ClientOptions{Guard: guard, Timeout: tc.FetchTimeout},
 		MaxBytes: tc.FetchMaxBytes,
 	})}
+	if tc.SearchProvider != "" && tc.SearchProvider != "none" {
+		key := tc.BraveKey
+		if tc.SearchProvider == "tavily" {
+			key = tc.TavilyKey
+		}
+		b, err := web.NewBackend(tc.SearchProvider, web.SearchOptions{BaseURL: tc.SearchURL, APIKey: key})
+		if err != nil {
+			return nil, fmt.Errorf("web search: %w", err)
+		}
+		ts = append(ts, web.Search(b))
+	}
 	if tc.Workspace {
 		ts = append(ts, d.workspaces().Tools()...)
 	}

@@ -187,3 +187,41 @@ func TestWorkspace_ThroughATurn(t *testing.T) {
 		t.Fatalf("discord chat read another chat's file: %q", got)
 	}
 }
+
+// offered lists the tools of the model's last request.
+func (w *toolWorld) offered(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, sp := range w.model.LastRequest(t).Request.Tools {
+		out[sp.Name] = true
+	}
+	return out
+}
+
+// TestWebSearch_ThroughATurn searches a fake SearXNG from Discord; without
+// a provider the tool is not offered at all.
+func TestWebSearch_ThroughATurn(t *testing.T) {
+	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/search" || r.URL.Query().Get("format") != "json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"results":[{"title":"Result for %s","url":"https://example.org/a","content":"A snippet."}]}`, r.URL.Query().Get("q"))
+	}))
+	defer searx.Close()
+	w := newToolWorld(t, map[string]string{"HERMES_WEB_SEARCH_PROVIDER": "searxng", "HERMES_WEB_SEARCH_URL": searx.URL})
+	got := w.discordReply(t, "7003", "73", `call web_search {"query":"kelp forests"}`, "result web_search")
+	if !strings.Contains(got, "1. Result for kelp forests") || !strings.Contains(got, "https://example.org/a") {
+		t.Fatalf("reply = %q", got)
+	}
+	if !w.offered(t)["web_search"] {
+		t.Fatal("web_search not offered although configured")
+	}
+
+	plain := newToolWorld(t, nil)
+	plain.telegramReply(t, 701, "hello", "ok")
+	if off := plain.offered(t); off["web_search"] || !off["web_fetch"] || !off["read_file"] {
+		t.Fatalf("offered without a search provider: %v", off)
+	}
+}
