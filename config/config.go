@@ -136,7 +136,11 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	vals["HERMES_HOME"] = home
-	return parse(vals)
+	c, err := parse(vals)
+	mcp, merr := readMCP(file)
+	c.Tools.MCPServers = mcp
+	c.Tools.ChildEnv = childEnv(lookup)
+	return c, errors.Join(err, merr)
 }
 
 // readYAML merges a flat config.yaml whose keys are the environment names
@@ -155,6 +159,9 @@ func readYAML(path string, vals map[string]string) error {
 	}
 	for k, v := range raw {
 		name := strings.ToUpper(k)
+		if mcpKeys[name] {
+			continue // a nested list, read by readMCP
+		}
 		if _, known := vals[name]; !known || name == "HERMES_HOME" {
 			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)
 		}

@@ -1,10 +1,16 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"net/netip"
+	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Tools are the settings of the tools that act on the world: web fetch and
@@ -29,6 +35,28 @@ type Tools struct {
 	// Workspace offers read_file, write_file, edit_file and list_files in
 	// HERMES_HOME/workspaces/<session key>.
 	Workspace bool
+
+	// MCPServers are the mcp_servers entries of config.yaml, sorted by name.
+	MCPServers []MCPServer
+	// MCPTimeout bounds one MCP tool call unless an entry sets its own.
+	MCPTimeout time.Duration
+	// ChildEnv is the environment every child process starts from (stdio
+	// MCP servers, terminal commands): PATH, HOME, LANG, LC_ALL, TMPDIR and
+	// USER of the daemon, and nothing else, so no token or key leaks.
+	ChildEnv []string
+}
+
+// MCPServer is one entry of mcp_servers, in the shape Hermes Agent and
+// Claude Desktop use: command/args/env for a stdio server, url/headers for
+// a streamable HTTP one, and an optional timeout (seconds or a duration).
+type MCPServer struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	URL     string
+	Headers map[string]string
+	Timeout time.Duration
 }
 
 // toolKeys are the settings of Tools, as in keys.
@@ -44,6 +72,7 @@ var toolKeys = []struct {
 	{"BRAVE_API_KEY", "", true},
 	{"TAVILY_API_KEY", "", true},
 	{"HERMES_WORKSPACE", "on", false},
+	{"HERMES_MCP_TIMEOUT", "60s", false},
 }
 
 // parseTools reads Tools from v, reporting bad values through bad.
@@ -107,7 +136,94 @@ func parseTools(v map[string]string, bad func(key, format string, args ...any)) 
 	default:
 		bad("HERMES_WORKSPACE", "want on or off, got %q", v["HERMES_WORKSPACE"])
 	}
+	if d, err := time.ParseDuration(v["HERMES_MCP_TIMEOUT"]); err != nil || d <= 0 {
+		bad("HERMES_MCP_TIMEOUT", "want a positive duration such as 60s, got %q", v["HERMES_MCP_TIMEOUT"])
+	} else {
+		t.MCPTimeout = d
+	}
 	return t
+}
+
+// childEnvNames are the variables a child process inherits.
+var childEnvNames = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"}
+
+func childEnv(lookup func(string) (string, bool)) []string {
+	var env []string
+	for _, n := range childEnvNames {
+		if v, ok := lookup(n); ok {
+			env = append(env, n+"="+v)
+		}
+	}
+	return env
+}
+
+// mcpKeys are the config.yaml keys that hold the MCP server list: Hermes
+// Agent's and Claude Desktop's spelling.
+var mcpKeys = map[string]bool{"MCP_SERVERS": true, "MCPSERVERS": true}
+
+// readMCP reads mcp_servers (or mcpServers) from config.yaml.
+func readMCP(path string) ([]MCPServer, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	type entry struct {
+		Command string            `yaml:"command"`
+		Args    []string          `yaml:"args"`
+		Env     map[string]string `yaml:"env"`
+		URL     string            `yaml:"url"`
+		Headers map[string]string `yaml:"headers"`
+		Timeout yaml.Node         `yaml:"timeout"`
+	}
+	var raw map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []MCPServer
+	var errs []error
+	for k, node := range raw {
+		if !mcpKeys[strings.ToUpper(k)] {
+			continue
+		}
+		var entries map[string]entry
+		if err := node.Decode(&entries); err != nil {
+			return nil, fmt.Errorf("%s: %s: want a map of server name to {command, args, env} or {url, headers}: %w", path, k, err)
+		}
+		for name, e := range entries {
+			s := MCPServer{Name: name, Command: e.Command, Args: e.Args, Env: e.Env, URL: e.URL, Headers: e.Headers}
+			if e.Timeout.Kind != 0 {
+				d, err := parseTimeout(e.Timeout.Value)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %s.%s.timeout: %w", path, k, name, err))
+				}
+				s.Timeout = d
+			}
+			switch {
+			case s.Command == "" && s.URL == "":
+				errs = append(errs, fmt.Errorf("%s: %s.%s: command (stdio) or url (HTTP) is required", path, k, name))
+			case s.Command != "" && s.URL != "":
+				errs = append(errs, fmt.Errorf("%s: %s.%s: set command or url, not both", path, k, name))
+			}
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errors.Join(errs...)
+}
+
+// parseTimeout reads seconds ("30") or a duration ("30s").
+func parseTimeout(s string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(s, 64); err == nil && n > 0 {
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want seconds or a duration such as 30s, got %q", s)
+	}
+	return d, nil
 }
 
 // allKeys is keys followed by toolKeys.

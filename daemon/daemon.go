@@ -26,6 +26,7 @@ import (
 	"github.com/hermesd/hermesd/skills"
 	"github.com/hermesd/hermesd/store"
 	"github.com/hermesd/hermesd/tools"
+	"github.com/hermesd/hermesd/tools/mcp"
 )
 
 // Options are what tests may replace; the zero value is the daemon as it
@@ -52,6 +53,8 @@ type Daemon struct {
 	telegram *telegram.Adapter
 	skills   *skills.Library
 	memories *memoryCache
+	// mcp are the configured MCP servers (daemon/tools.go).
+	mcp []*mcp.Server
 	// obs holds metrics, the live actor tree and recent errors.
 	obs *observation
 	mux *http.ServeMux
@@ -122,6 +125,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return fail(fmt.Errorf("start runtime: %w", err))
 	}
 	d.rt = rt
+	if err := d.startMCP(reg); err != nil {
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(err)
+	}
 	select { // the runtime starts adapters on goroutines; serve only once the web chat accepts
 	case <-d.web.Ready():
 	case <-time.After(10 * time.Second):

@@ -62,12 +62,18 @@ func (d *Daemon) observe(deps *actors.Deps) {
 		d.guard.Log = d.log
 	}
 
-	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: toolNames(deps.Tools)})
+	names := toolNames(deps.Tools)
+	var servers []string
+	for _, s := range d.mcp {
+		names = append(names, "mcp_"+s.Name())
+		servers = append(servers, s.Name())
+	}
+	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: names})
 	if err != nil {
 		d.log.Error("metrics are disabled", "err", err)
 	} else {
 		o.metrics = m
-		deps.Observer = m
+		deps.Observer = toolMetrics{Observer: m, servers: servers}
 		if d.guard != nil {
 			d.guard.OnRefuse = m.IdentityRefused
 		}

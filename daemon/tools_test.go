@@ -2,11 +2,14 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/hermesd/hermesd/model/modeltest"
 	"github.com/hermesd/hermesd/platforms/discord/discordtest"
 	"github.com/hermesd/hermesd/platforms/telegram/telegramtest"
+	"github.com/hermesd/hermesd/tools/mcp/mcptest"
 )
 
 // toolWorld is a daemon wired to fake Telegram, Discord and model servers on
@@ -224,4 +228,87 @@ func TestWebSearch_ThroughATurn(t *testing.T) {
 	if off := plain.offered(t); off["web_search"] || !off["web_fetch"] || !off["read_file"] {
 		t.Fatalf("offered without a search provider: %v", off)
 	}
+}
+
+// TestMCP_ThroughATurn: a stdio server (this test binary, re-executed) and
+// an HTTP one on loopback, from config.yaml; their tools are called from
+// Telegram and Discord, and /api/mcp reports them.
+func TestMCP_ThroughATurn(t *testing.T) {
+	httpSrv := mcptest.NewHTTP(t, "k1")
+	home := t.TempDir()
+	yaml := fmt.Sprintf(`mcp_servers:
+  local:
+    command: %q
+    env:
+      %s: "1"
+    timeout: 2
+  remote:
+    url: %q
+    headers:
+      Authorization: Bearer k1
+`, os.Args[0], mcptest.EnvVar, httpSrv.URL)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := newToolWorld(t, map[string]string{"HERMES_HOME": home})
+	waitUntil(t, "both MCP servers connected", func() bool {
+		st := w.d.MCPStatus()
+		return len(st) == 2 && st[0].Connected && st[1].Connected
+	})
+	got := w.telegramReply(t, 801, `call mcp_local_echo {"text":"from stdio"}`, "result mcp_local_echo")
+	if !strings.HasSuffix(got, ": from stdio") {
+		t.Fatalf("reply = %q", got)
+	}
+	got = w.discordReply(t, "7004", "74", `call mcp_remote_picture {}`, "result mcp_remote_picture")
+	if !strings.Contains(got, "a red dot") || !strings.Contains(got, "[image: image/png, 67 bytes]") {
+		t.Fatalf("reply = %q", got)
+	}
+	got = w.telegramReply(t, 802, `call mcp_local_oops {}`, "result mcp_local_oops")
+	if !strings.Contains(got, "error: mcp local/oops: boom") {
+		t.Fatalf("reply = %q", got)
+	}
+	// The daemon's secrets are not in the stdio server's environment.
+	got = w.telegramReply(t, 803, `call mcp_local_env {"name":"TELEGRAM_BOT_TOKEN"}`, "result mcp_local_env")
+	if !strings.HasSuffix(got, ": (unset)") {
+		t.Fatalf("reply = %q", got)
+	}
+	res, err := http.Get(w.srvURL(t) + "/api/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Servers []struct {
+			Name, Transport string
+			Connected       bool
+			Tools           []string
+		}
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Servers) != 2 || body.Servers[0].Name != "local" || body.Servers[0].Transport != "stdio" ||
+		body.Servers[1].Transport != "http" || len(body.Servers[1].Tools) != 6 {
+		t.Fatalf("/api/mcp = %+v", body)
+	}
+}
+
+// waitUntil polls cond until it holds or 15 s passed.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// srvURL serves the daemon's admin handler on loopback for this test.
+func (w *toolWorld) srvURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(w.d.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hermesd/hermesd/messages"
@@ -64,38 +66,113 @@ type Tool struct {
 	Run func(ctx context.Context, env Env, args json.RawMessage) (string, error)
 }
 
-// Registry is the set of tools offered to the model. It is built once at
-// start and read-only afterwards, so it is safe for concurrent use.
+// Registry is the set of tools offered to the model: the built-in tools,
+// fixed at start, and groups that may change while the daemon runs (the
+// tools of one MCP server, replaced when it reconnects). Each change builds a
+// new immutable snapshot that readers load atomically, so Get and Specs
+// never lock and a turn sees one consistent set. Schemas are encoded once,
+// when a tool is added: a snapshot reuses the specs it is built from.
 type Registry struct {
+	static   map[string]Tool
+	specs    []model.ToolSpec // of static, sorted by name
+	mu       sync.Mutex       // serializes SetGroup
+	groups   map[string][]Tool
+	snapshot atomic.Pointer[toolSet]
+}
+
+// toolSet is one immutable view of the registry.
+type toolSet struct {
 	byName map[string]Tool
 	specs  []model.ToolSpec
 }
 
 // NewRegistry validates and indexes tools. Names must be unique.
 func NewRegistry(ts ...Tool) (*Registry, error) {
-	r := &Registry{byName: make(map[string]Tool, len(ts))}
+	r := &Registry{static: make(map[string]Tool, len(ts)), groups: map[string][]Tool{}}
 	for _, t := range ts {
-		if t.Name == "" || t.Run == nil {
-			return nil, fmt.Errorf("tool %q: name and run function are required", t.Name)
+		if err := validate(t); err != nil {
+			return nil, err
 		}
-		if _, dup := r.byName[t.Name]; dup {
+		if _, dup := r.static[t.Name]; dup {
 			return nil, fmt.Errorf("tool %q registered twice", t.Name)
 		}
-		if !json.Valid(t.Parameters) {
-			return nil, fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
-		}
-		r.byName[t.Name] = t
+		r.static[t.Name] = t
 	}
-	names := make([]string, 0, len(r.byName))
-	for n := range r.byName {
+	r.specs = specsOf(r.static)
+	r.snapshot.Store(&toolSet{byName: r.static, specs: r.specs})
+	return r, nil
+}
+
+func validate(t Tool) error {
+	if t.Name == "" || t.Run == nil {
+		return fmt.Errorf("tool %q: name and run function are required", t.Name)
+	}
+	if !json.Valid(t.Parameters) {
+		return fmt.Errorf("tool %q: parameters are not valid JSON", t.Name)
+	}
+	return nil
+}
+
+func specsOf(byName map[string]Tool) []model.ToolSpec {
+	names := make([]string, 0, len(byName))
+	for n := range byName {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	specs := make([]model.ToolSpec, 0, len(names))
 	for _, n := range names {
-		t := r.byName[n]
-		r.specs = append(r.specs, model.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		t := byName[n]
+		specs = append(specs, model.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	return r, nil
+	return specs
+}
+
+// SetGroup replaces the tools of one changing group (nil removes it). A
+// name that clashes with a built-in tool or another group's is an error and
+// changes nothing.
+func (r *Registry) SetGroup(group string, ts []Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	for _, t := range ts {
+		if err := validate(t); err != nil {
+			return fmt.Errorf("group %s: %w", group, err)
+		}
+		if _, clash := r.static[t.Name]; clash || seen[t.Name] {
+			return fmt.Errorf("group %s: tool %q registered twice", group, t.Name)
+		}
+		for g, others := range r.groups {
+			if g == group {
+				continue
+			}
+			for _, o := range others {
+				if o.Name == t.Name {
+					return fmt.Errorf("group %s: tool %q is already offered by %s", group, t.Name, g)
+				}
+			}
+		}
+		seen[t.Name] = true
+	}
+	if len(ts) == 0 {
+		delete(r.groups, group)
+	} else {
+		r.groups[group] = append([]Tool(nil), ts...)
+	}
+	if len(r.groups) == 0 {
+		r.snapshot.Store(&toolSet{byName: r.static, specs: r.specs})
+		return nil
+	}
+	byName := make(map[string]Tool, len(r.static))
+	for n, t := range r.static {
+		byName[n] = t
+	}
+	for _, g := range r.groups {
+		for _, t := range g {
+			byName[t.Name] = t
+		}
+	}
+	r.snapshot.Store(&toolSet{byName: byName, specs: specsOf(byName)})
+	return nil
 }
 
 // Get returns the tool called name.
@@ -103,7 +180,7 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	if r == nil {
 		return Tool{}, false
 	}
-	t, ok := r.byName[name]
+	t, ok := r.snapshot.Load().byName[name]
 	return t, ok
 }
 
@@ -113,7 +190,7 @@ func (r *Registry) Specs() []model.ToolSpec {
 	if r == nil {
 		return nil
 	}
-	return r.specs
+	return r.snapshot.Load().specs
 }
 
 // ErrBadArguments is wrapped by tools when the model sent unusable arguments.
