@@ -64,7 +64,23 @@ type Tool struct {
 	// Run executes the call. Its result string goes back to the model; an
 	// error is reported to the model as a failed call, never as a panic.
 	Run func(ctx context.Context, env Env, args json.RawMessage) (string, error)
+	// Approve, if set, is asked before Run with the same arguments. A
+	// non-nil Approval means the chat must approve the call first: the
+	// runtime asks the tool's session, the session asks the chat, and Run
+	// happens only on approval. An error fails the call without asking.
+	Approve func(args json.RawMessage) (*Approval, error)
 }
+
+// Approval is the question a tool call puts to its chat before it runs.
+type Approval struct {
+	// Prompt is what the chat is asked ("Run `rm -rf build`?").
+	Prompt string
+	// Timeout is how long the chat has to answer; unanswered is denied.
+	Timeout time.Duration
+}
+
+// ErrDenied is the error of a call its chat did not approve.
+var ErrDenied = errors.New("not approved")
 
 // Registry is the set of tools offered to the model: the built-in tools,
 // fixed at start, and groups that may change while the daemon runs (the
