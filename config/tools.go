@@ -36,6 +36,16 @@ type Tools struct {
 	// HERMES_HOME/workspaces/<session key>.
 	Workspace bool
 
+	// Terminal offers the terminal tool; TerminalAllow are the commands
+	// that run without approval (see terminal.Allowed); TerminalSandbox is
+	// "auto" (bwrap when installed), "bwrap" (required) or "off".
+	Terminal        bool
+	TerminalAllow   []string
+	TerminalTimeout time.Duration
+	TerminalSandbox string
+	TerminalNetwork bool
+	ApprovalTimeout time.Duration
+
 	// MCPServers are the mcp_servers entries of config.yaml, sorted by name.
 	MCPServers []MCPServer
 	// MCPTimeout bounds one MCP tool call unless an entry sets its own.
@@ -73,6 +83,12 @@ var toolKeys = []struct {
 	{"TAVILY_API_KEY", "", true},
 	{"HERMES_WORKSPACE", "on", false},
 	{"HERMES_MCP_TIMEOUT", "60s", false},
+	{"HERMES_TERMINAL", "off", false},
+	{"HERMES_TERMINAL_ALLOW", "", false},
+	{"HERMES_TERMINAL_TIMEOUT", "60s", false},
+	{"HERMES_TERMINAL_SANDBOX", "auto", false},
+	{"HERMES_TERMINAL_NETWORK", "off", false},
+	{"HERMES_APPROVAL_TIMEOUT", "5m", false},
 }
 
 // parseTools reads Tools from v, reporting bad values through bad.
@@ -136,10 +152,33 @@ func parseTools(v map[string]string, bad func(key, format string, args ...any)) 
 	default:
 		bad("HERMES_WORKSPACE", "want on or off, got %q", v["HERMES_WORKSPACE"])
 	}
-	if d, err := time.ParseDuration(v["HERMES_MCP_TIMEOUT"]); err != nil || d <= 0 {
-		bad("HERMES_MCP_TIMEOUT", "want a positive duration such as 60s, got %q", v["HERMES_MCP_TIMEOUT"])
-	} else {
-		t.MCPTimeout = d
+	dur := func(key string) time.Duration {
+		d, err := time.ParseDuration(v[key])
+		if err != nil || d <= 0 {
+			bad(key, "want a positive duration such as 60s, got %q", v[key])
+		}
+		return d
+	}
+	onOff := func(key string) bool {
+		switch strings.ToLower(strings.TrimSpace(v[key])) {
+		case "on":
+			return true
+		case "off":
+			return false
+		}
+		bad(key, "want on or off, got %q", v[key])
+		return false
+	}
+	t.MCPTimeout = dur("HERMES_MCP_TIMEOUT")
+	t.Terminal = onOff("HERMES_TERMINAL")
+	t.TerminalNetwork = onOff("HERMES_TERMINAL_NETWORK")
+	t.TerminalTimeout = dur("HERMES_TERMINAL_TIMEOUT")
+	t.ApprovalTimeout = dur("HERMES_APPROVAL_TIMEOUT")
+	t.TerminalAllow = list(v["HERMES_TERMINAL_ALLOW"])
+	switch t.TerminalSandbox = strings.ToLower(strings.TrimSpace(v["HERMES_TERMINAL_SANDBOX"])); t.TerminalSandbox {
+	case "auto", "bwrap", "off":
+	default:
+		bad("HERMES_TERMINAL_SANDBOX", "want auto, bwrap or off, got %q", v["HERMES_TERMINAL_SANDBOX"])
 	}
 	return t
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/tools/mcp"
+	"github.com/hermesd/hermesd/tools/terminal"
 
 	"github.com/hermesd/hermesd/tools"
 	"github.com/hermesd/hermesd/tools/web"
@@ -39,6 +40,13 @@ func (d *Daemon) actingTools() ([]tools.Tool, error) {
 	}
 	if tc.Workspace {
 		ts = append(ts, d.workspaces().Tools()...)
+	}
+	if tc.Terminal {
+		t, err := d.terminalTool()
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
 	}
 	servers, err := d.mcpServers()
 	if err != nil {
@@ -130,4 +138,33 @@ func (o toolMetrics) ToolCall(tool, outcome string, d time.Duration) {
 func (d *Daemon) handleMCP(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"servers": d.MCPStatus()})
+}
+
+// terminalTool builds the terminal tool: commands run in the chat's
+// workspace, inside bwrap when the sandbox setting allows, with
+// HERMES_HOME (the database, other chats' workspaces) hidden.
+func (d *Daemon) terminalTool() (tools.Tool, error) {
+	tc := d.cfg.Tools
+	var bwrap string
+	switch tc.TerminalSandbox {
+	case "auto":
+		bwrap = terminal.FindBwrap()
+		if bwrap == "" {
+			d.log.Warn("terminal: bwrap is not installed; commands run without a sandbox (install bubblewrap)")
+		}
+	case "bwrap":
+		if bwrap = terminal.FindBwrap(); bwrap == "" {
+			return tools.Tool{}, fmt.Errorf("HERMES_TERMINAL_SANDBOX=bwrap but bwrap is not installed (apt-get install bubblewrap)")
+		}
+	}
+	return terminal.Tool(terminal.Options{
+		Dir:             d.workspaces().Dir,
+		Hide:            []string{d.cfg.Home},
+		Env:             tc.ChildEnv,
+		Timeout:         tc.TerminalTimeout,
+		Allow:           tc.TerminalAllow,
+		ApprovalTimeout: tc.ApprovalTimeout,
+		Bwrap:           bwrap,
+		Network:         tc.TerminalNetwork,
+	}), nil
 }

@@ -14,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/daemon"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/model/modeltest"
 	"github.com/hermesd/hermesd/platforms/discord/discordtest"
 	"github.com/hermesd/hermesd/platforms/telegram/telegramtest"
+	"github.com/hermesd/hermesd/tools"
 	"github.com/hermesd/hermesd/tools/mcp/mcptest"
 )
 
@@ -65,6 +67,11 @@ func toolCaller(_ context.Context, req model.Request) (model.Response, error) {
 
 func newToolWorld(t *testing.T, env map[string]string) *toolWorld {
 	t.Helper()
+	return newToolWorldWith(t, env, daemon.Options{})
+}
+
+func newToolWorldWith(t *testing.T, env map[string]string, o daemon.Options) *toolWorld {
+	t.Helper()
 	w := &toolWorld{tg: telegramtest.NewServer(t), dc: discordtest.NewServer(t)}
 	w.model = modeltest.NewServer(t, modeltest.WithHandler(toolCaller))
 	all := map[string]string{
@@ -89,7 +96,7 @@ func newToolWorld(t *testing.T, env map[string]string) *toolWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.d, err = daemon.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), daemon.Options{})
+	w.d, err = daemon.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,22 +114,7 @@ func newToolWorld(t *testing.T, env map[string]string) *toolWorld {
 func (w *toolWorld) telegramReply(t *testing.T, chat int64, text, want string) string {
 	t.Helper()
 	w.tg.SendText(chat, chat, text)
-	var got string
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err := w.tg.WaitFor(ctx, func(calls []telegramtest.Call) bool {
-		for _, c := range calls {
-			if c.Method == "sendMessage" && c.ChatID == chat && strings.Contains(c.Fields["text"], want) {
-				got = c.Fields["text"]
-				return true
-			}
-		}
-		return false
-	})
-	if err != nil {
-		t.Fatalf("no reply containing %q in telegram chat %d: %v; sent: %v", want, chat, err, sentTexts(w.tg.CallsTo("sendMessage")))
-	}
-	return got
+	return w.waitTelegram(t, chat, want)
 }
 
 func sentTexts(calls []telegramtest.Call) []string {
@@ -311,4 +303,150 @@ func (w *toolWorld) srvURL(t *testing.T) string {
 	srv := httptest.NewServer(w.d.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// waitTelegram waits for a message in chat containing want.
+func (w *toolWorld) waitTelegram(t *testing.T, chat int64, want string) string {
+	t.Helper()
+	var got string
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := w.tg.WaitFor(ctx, func(calls []telegramtest.Call) bool {
+		for _, c := range calls {
+			if c.Method != "sendMessage" || c.ChatID != chat {
+				continue
+			}
+			text := c.Fields["text"]
+			if v, err := telegramtest.VisibleText(text); err == nil && c.Fields["parse_mode"] == "HTML" {
+				text = v
+			}
+			if strings.Contains(text, want) {
+				got = text
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("no message containing %q in telegram chat %d: %v; sent: %v", want, chat, err, sentTexts(w.tg.CallsTo("sendMessage")))
+	}
+	return got
+}
+
+// waitDiscord waits for a post in channel containing want.
+func (w *toolWorld) waitDiscord(t *testing.T, channel, want string) string {
+	t.Helper()
+	var got string
+	w.dc.Await(t, "a post containing "+want+" in "+channel, func() bool {
+		for _, p := range w.dc.PostsTo(channel) {
+			if strings.Contains(p.Content, want) {
+				got = p.Content
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// TestTerminal_ApprovedAndDenied: a command outside the allowlist is put
+// to the chat; approved on Telegram it runs in that chat's workspace, denied
+// on Discord it does not run, and the model is told each time. Another chat
+// cannot answer a request it did not get.
+func TestTerminal_ApprovedAndDenied(t *testing.T) {
+	home := t.TempDir()
+	w := newToolWorld(t, map[string]string{"HERMES_HOME": home, "HERMES_TERMINAL": "on", "HERMES_TERMINAL_ALLOW": "echo"})
+
+	got := w.telegramReply(t, 901, `call terminal {"command":"echo fine"}`, "result terminal")
+	if !strings.Contains(got, "exit code 0") || !strings.Contains(got, "fine") {
+		t.Fatalf("allowlisted: %q", got)
+	}
+
+	w.tg.SendText(902, 902, `call terminal {"command":"echo approved > proof.txt && cat proof.txt"}`)
+	ask := w.waitTelegram(t, 902, "🔐 Approval needed")
+	if !strings.Contains(ask, "Run echo approved > proof.txt && cat proof.txt?") || !strings.Contains(ask, "/approve 1") {
+		t.Fatalf("prompt = %q", ask)
+	}
+	// A Discord chat has nothing to approve, and cannot reach the Telegram one.
+	if got := w.discordReply(t, "7010", "80", "/approve 1", "Nothing is waiting"); got == "" {
+		t.Fatal("no answer to the stray /approve")
+	}
+	w.tg.SendText(902, 902, "/approve")
+	w.waitTelegram(t, 902, "✅ Approved #1")
+	got = w.waitTelegram(t, 902, "result terminal")
+	if !strings.Contains(got, "exit code 0") || !strings.HasSuffix(got, "approved") {
+		t.Fatalf("approved run: %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, "workspaces", "telegram:dm:902", "proof.txt")); err != nil || string(b) != "approved\n" {
+		t.Fatalf("proof in the workspace: %q, %v", b, err)
+	}
+
+	w.dc.DM("7011", "81", `call terminal {"command":"touch denied.txt"}`)
+	w.waitDiscord(t, "7011", "🔐 Approval needed (#1, terminal): Run `touch denied.txt`?")
+	w.dc.DM("7011", "81", "/deny 1")
+	w.waitDiscord(t, "7011", "🚫 Denied #1")
+	got = w.waitDiscord(t, "7011", "result terminal")
+	if !strings.Contains(got, "error: not approved: the user denied it") {
+		t.Fatalf("denied: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(home, "workspaces", "discord:dm:7011", "denied.txt")); err == nil {
+		t.Fatal("the denied command ran")
+	}
+}
+
+// TestTerminal_UnansweredAndStopped: an unanswered request is denied after
+// the configured time and the model is told; /stop denies what waits.
+func TestTerminal_UnansweredAndStopped(t *testing.T) {
+	home := t.TempDir()
+	w := newToolWorld(t, map[string]string{"HERMES_HOME": home, "HERMES_TERMINAL": "on", "HERMES_APPROVAL_TIMEOUT": "300ms"})
+	w.tg.SendText(911, 911, `call terminal {"command":"touch late.txt"}`)
+	w.waitTelegram(t, 911, "🔐 Approval needed (#1")
+	w.waitTelegram(t, 911, "⌛ Request #1 was not answered in time and was denied")
+	got := w.waitTelegram(t, 911, "result terminal")
+	if !strings.Contains(got, "not approved: nobody approved it within 300ms") {
+		t.Fatalf("expired: %q", got)
+	}
+	w.tg.SendText(911, 911, "/approve 1")
+	w.waitTelegram(t, 911, "Nothing is waiting for approval.")
+
+	slow := newToolWorld(t, map[string]string{"HERMES_TERMINAL": "on", "HERMES_APPROVAL_TIMEOUT": "1h"})
+	slow.tg.SendText(912, 912, `call terminal {"command":"touch never.txt"}`)
+	slow.waitTelegram(t, 912, "🔐 Approval needed (#1")
+	slow.tg.SendText(912, 912, "/stop")
+	slow.waitTelegram(t, 912, "⏹ Stopped.")
+	slow.tg.SendText(912, 912, "/approve")
+	slow.waitTelegram(t, 912, "Nothing is waiting for approval.")
+	for _, c := range slow.tg.CallsTo("sendMessage") {
+		if strings.Contains(c.Fields["text"], "result terminal") {
+			t.Fatalf("a stopped request ran or answered: %q", c.Fields["text"])
+		}
+	}
+}
+
+// TestToolFaults_HugeResultAndPanickingApproval: a tool returning 50 MB
+// gives the model a truncated result; a tool whose approval check panics
+// gives it a short error; the chat gets its answer either way.
+func TestToolFaults_HugeResultAndPanickingApproval(t *testing.T) {
+	huge := tools.Tool{Name: "huge", Parameters: json.RawMessage(`{"type":"object"}`),
+		Run: func(context.Context, tools.Env, json.RawMessage) (string, error) {
+			return strings.Repeat("x", 50<<20), nil
+		}}
+	bad := tools.Tool{Name: "bad_approve", Parameters: json.RawMessage(`{"type":"object"}`),
+		Run: func(context.Context, tools.Env, json.RawMessage) (string, error) { return "ran", nil },
+		Approve: func(json.RawMessage) (*tools.Approval, error) { panic("approval exploded") }}
+	w := newToolWorldWith(t, nil, daemon.Options{ExtraTools: []tools.Tool{huge, bad}})
+	w.telegramReply(t, 921, "call huge {}", "result huge")
+	var toolMsg string
+	for _, m := range w.model.LastRequest(t).Request.Messages {
+		if m.Role == model.RoleTool {
+			toolMsg = m.Content
+		}
+	}
+	if len(toolMsg) > actors.MaxToolResult+100 || !strings.Contains(toolMsg, "result truncated") {
+		t.Fatalf("tool result to the model: %d bytes", len(toolMsg))
+	}
+	got := w.telegramReply(t, 922, "call bad_approve {}", "result bad_approve")
+	if !strings.Contains(got, "error: tool bad_approve crashed: approval exploded") {
+		t.Fatalf("reply = %q", got)
+	}
 }
