@@ -432,7 +432,7 @@ func TestToolFaults_HugeResultAndPanickingApproval(t *testing.T) {
 			return strings.Repeat("x", 50<<20), nil
 		}}
 	bad := tools.Tool{Name: "bad_approve", Parameters: json.RawMessage(`{"type":"object"}`),
-		Run: func(context.Context, tools.Env, json.RawMessage) (string, error) { return "ran", nil },
+		Run:     func(context.Context, tools.Env, json.RawMessage) (string, error) { return "ran", nil },
 		Approve: func(json.RawMessage) (*tools.Approval, error) { panic("approval exploded") }}
 	w := newToolWorldWith(t, nil, daemon.Options{ExtraTools: []tools.Tool{huge, bad}})
 	w.telegramReply(t, 921, "call huge {}", "result huge")
