@@ -42,14 +42,15 @@ type harness struct {
 
 var fast = mcp.Backoff{First: 20 * time.Millisecond, Max: 200 * time.Millisecond, Stable: time.Minute}
 
-func supervise(t *testing.T, cfg mcp.ServerConfig) *harness {
+func supervise(t testing.TB, cfg mcp.ServerConfig) *harness {
 	t.Helper()
 	reg, err := tools.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{reg: reg, srv: mcp.NewServer(cfg), sys: actor.NewActorSystem()}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
+	h := &harness{reg: reg, srv: mcp.NewServer(cfg), sys: sys}
 	h.pid, err = h.sys.Root.SpawnNamed(mcp.SupervisorProps(h.srv, reg, log, fast), "mcp-"+cfg.Name)
 	if err != nil {
 		t.Fatal(err)
