@@ -21,7 +21,8 @@ const helpText = `Commands:
 /voice on|off|tts|status — on: speak when you send voice (default); tts: speak every reply; off: never
 /busy interrupt|queue|steer — what a message does while I'm still answering: interrupt and restart with both (default), wait its turn, or steer the running answer
 /background <prompt> — work on a prompt in the background; the result arrives here
-/approve [n], /deny [n] — answer a tool's request to run (a terminal command)`
+/approve [n], /deny [n] — answer a tool's request to run (a terminal command)
+/mcp — the MCP servers and their tools`
 
 // parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
 // slash followed by a letter is a command, so "/ 2" or a path stays text.
@@ -49,6 +50,8 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 		a.stop(c, m)
 	case "approve", "deny":
 		a.answerApproval(c, m, cmd == "approve", arg)
+	case "mcp":
+		a.reply(c, m, mcpList(a.rt.tools))
 	case "background", "bg":
 		if arg == "" {
 			a.reply(c, m, "Usage: /background <prompt>")

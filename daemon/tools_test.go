@@ -264,6 +264,10 @@ func TestMCP_ThroughATurn(t *testing.T) {
 	if !strings.HasSuffix(got, ": (unset)") {
 		t.Fatalf("reply = %q", got)
 	}
+	got = w.telegramReply(t, 804, "/mcp", "MCP servers:")
+	if !strings.Contains(got, "• local — connected (stdio), 7 tools: mcp_local_add") || !strings.Contains(got, "• remote — connected (http), 6 tools") {
+		t.Fatalf("/mcp = %q", got)
+	}
 	res, err := http.Get(w.srvURL(t) + "/api/mcp")
 	if err != nil {
 		t.Fatal(err)

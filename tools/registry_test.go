@@ -49,6 +49,14 @@ func TestRegistry_Groups(t *testing.T) {
 	if _, ok := r.Get("mcp_x_one"); ok || specNames(r) != "b_builtin,mcp_x_two" {
 		t.Fatalf("after replace: %s", specNames(r))
 	}
+	r.SetNote("mcp:x", "connected")
+	r.SetNote("mcp:down", "restarting")
+	r.SetNote("other", "not listed")
+	gs := r.Groups("mcp:")
+	if len(gs) != 2 || gs[0].Name != "mcp:down" || gs[0].Note != "restarting" || len(gs[0].Tools) != 0 ||
+		gs[1].Name != "mcp:x" || gs[1].Note != "connected" || strings.Join(gs[1].Tools, ",") != "mcp_x_two" {
+		t.Fatalf("groups = %+v", gs)
+	}
 	if err := r.SetGroup("mcp:x", nil); err != nil || specNames(r) != "b_builtin" {
 		t.Fatalf("after remove: %s, %v", specNames(r), err)
 	}

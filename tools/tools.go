@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,8 +92,9 @@ var ErrDenied = errors.New("not approved")
 type Registry struct {
 	static   map[string]Tool
 	specs    []model.ToolSpec // of static, sorted by name
-	mu       sync.Mutex       // serializes SetGroup
+	mu       sync.Mutex       // serializes SetGroup, guards notes
 	groups   map[string][]Tool
+	notes    map[string]string
 	snapshot atomic.Pointer[toolSet]
 }
 
@@ -104,7 +106,7 @@ type toolSet struct {
 
 // NewRegistry validates and indexes tools. Names must be unique.
 func NewRegistry(ts ...Tool) (*Registry, error) {
-	r := &Registry{static: make(map[string]Tool, len(ts)), groups: map[string][]Tool{}}
+	r := &Registry{static: make(map[string]Tool, len(ts)), groups: map[string][]Tool{}, notes: map[string]string{}}
 	for _, t := range ts {
 		if err := validate(t); err != nil {
 			return nil, err
@@ -189,6 +191,54 @@ func (r *Registry) SetGroup(group string, ts []Tool) error {
 	}
 	r.snapshot.Store(&toolSet{byName: byName, specs: specsOf(byName)})
 	return nil
+}
+
+// SetNote sets a line about a group for people (an MCP server's health),
+// shown by Groups; "" removes it.
+func (r *Registry) SetNote(group, note string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if note == "" {
+		delete(r.notes, group)
+		return
+	}
+	r.notes[group] = note
+}
+
+// Group is one changing group as Groups reports it.
+type Group struct {
+	Name  string
+	Note  string
+	Tools []string
+}
+
+// Groups returns the groups whose name starts with prefix that have tools
+// or a note, sorted by name.
+func (r *Registry) Groups(prefix string) []Group {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	var out []Group
+	add := func(name string) {
+		if seen[name] || !strings.HasPrefix(name, prefix) {
+			return
+		}
+		seen[name] = true
+		g := Group{Name: name, Note: r.notes[name]}
+		for _, t := range r.groups[name] {
+			g.Tools = append(g.Tools, t.Name)
+		}
+		sort.Strings(g.Tools)
+		out = append(out, g)
+	}
+	for name := range r.groups {
+		add(name)
+	}
+	for name := range r.notes {
+		add(name)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Get returns the tool called name.

@@ -33,6 +33,8 @@ func (b Backoff) next(prev time.Duration, upFor time.Duration) time.Duration {
 // Registry is what the supervisor needs of the tool registry.
 type Registry interface {
 	SetGroup(group string, ts []tools.Tool) error
+	// SetNote publishes the server's health for /mcp.
+	SetNote(group, note string)
 }
 
 // SupervisorProps returns the props of the actor that keeps srv connected
@@ -124,7 +126,7 @@ func (a *supervisor) handleConnected(c actor.Context, m *connected) {
 		return
 	}
 	ts := a.srv.toolsOf(m.tools)
-	if err := a.reg.SetGroup("mcp:"+a.srv.Name(), ts); err != nil {
+	if err := a.reg.SetGroup(a.group(), ts); err != nil {
 		go m.cs.Close()
 		a.failed(c, err, 0)
 		return
@@ -146,6 +148,7 @@ func (a *supervisor) handleConnected(c actor.Context, m *connected) {
 	a.srv.setStatus(func(s *Status) {
 		s.Connected, s.Tools, s.LastError, s.Since = true, names, "", a.upAt
 	})
+	a.reg.SetNote(a.group(), fmt.Sprintf("connected (%s)", a.srv.Status().Transport))
 	a.log.Info("mcp server connected", "tools", len(ts))
 	gen, cs := a.gen, m.cs
 	self, root := c.Self(), c.ActorSystem().Root
@@ -176,6 +179,7 @@ func (a *supervisor) failed(c actor.Context, err error, upFor time.Duration) {
 		s.Connected, s.LastError, s.Since = false, clip(err.Error(), 300), time.Now()
 		s.Restarts++
 	})
+	a.reg.SetNote(a.group(), fmt.Sprintf("down, restarting in %s: %s", a.delay, clip(err.Error(), 200)))
 	a.log.Warn("mcp server down; restarting", "err", err, "in", a.delay)
 	gen := a.gen
 	self, root := c.Self(), c.ActorSystem().Root
@@ -188,9 +192,13 @@ func (a *supervisor) stop() {
 		a.timer.Stop()
 	}
 	_ = a.srv.Close()
-	_ = a.reg.SetGroup("mcp:"+a.srv.Name(), nil)
+	_ = a.reg.SetGroup(a.group(), nil)
+	a.reg.SetNote(a.group(), "")
 	a.srv.setStatus(func(s *Status) { s.Connected, s.Since = false, time.Now() })
 }
+
+// group is the server's group in the registry.
+func (a *supervisor) group() string { return "mcp:" + a.srv.Name() }
 
 func clip(s string, n int) string {
 	if r := []rune(s); len(r) > n {
