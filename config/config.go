@@ -137,7 +137,7 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	}
 	vals["HERMES_HOME"] = home
 	c, err := parse(vals)
-	mcp, merr := readMCP(file)
+	mcp, merr := ReadMCP(file)
 	c.Tools.MCPServers = mcp
 	c.Tools.ChildEnv = childEnv(lookup)
 	return c, errors.Join(err, merr)
@@ -160,7 +160,7 @@ func readYAML(path string, vals map[string]string) error {
 	for k, v := range raw {
 		name := strings.ToUpper(k)
 		if mcpKeys[name] {
-			continue // a nested list, read by readMCP
+			continue // a nested list, read by ReadMCP
 		}
 		if _, known := vals[name]; !known || name == "HERMES_HOME" {
 			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)

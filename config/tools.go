@@ -200,8 +200,9 @@ func childEnv(lookup func(string) (string, bool)) []string {
 // Agent's and Claude Desktop's spelling.
 var mcpKeys = map[string]bool{"MCP_SERVERS": true, "MCPSERVERS": true}
 
-// readMCP reads mcp_servers (or mcpServers) from config.yaml.
-func readMCP(path string) ([]MCPServer, error) {
+// ReadMCP reads mcp_servers (or mcpServers) from a config.yaml; a missing
+// file is an empty list. The daemon calls it again to reload the list.
+func ReadMCP(path string) ([]MCPServer, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -26,7 +26,6 @@ import (
 	"github.com/hermesd/hermesd/skills"
 	"github.com/hermesd/hermesd/store"
 	"github.com/hermesd/hermesd/tools"
-	"github.com/hermesd/hermesd/tools/mcp"
 )
 
 // Options are what tests may replace; the zero value is the daemon as it
@@ -53,8 +52,8 @@ type Daemon struct {
 	telegram *telegram.Adapter
 	skills   *skills.Library
 	memories *memoryCache
-	// mcp are the configured MCP servers (daemon/tools.go).
-	mcp []*mcp.Server
+	// mcp are the MCP servers and their supervisors (daemon/mcp.go).
+	mcp *mcpSet
 	// obs holds metrics, the live actor tree and recent errors.
 	obs *observation
 	mux *http.ServeMux

@@ -63,10 +63,9 @@ func (d *Daemon) observe(deps *actors.Deps) {
 	}
 
 	names := toolNames(deps.Tools)
-	var servers []string
-	for _, s := range d.mcp {
-		names = append(names, "mcp_"+s.Name())
-		servers = append(servers, s.Name())
+	servers := d.mcp.names()
+	for _, s := range servers {
+		names = append(names, "mcp_"+s)
 	}
 	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: names})
 	if err != nil {

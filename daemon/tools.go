@@ -1,19 +1,14 @@
 package daemon
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
-	"github.com/hermesd/hermesd/tools/mcp"
-	"github.com/hermesd/hermesd/tools/terminal"
-
 	"github.com/hermesd/hermesd/tools"
+	"github.com/hermesd/hermesd/tools/terminal"
 	"github.com/hermesd/hermesd/tools/web"
 	"github.com/hermesd/hermesd/tools/workspace"
 )
@@ -48,11 +43,11 @@ func (d *Daemon) actingTools() ([]tools.Tool, error) {
 		}
 		ts = append(ts, t)
 	}
-	servers, err := d.mcpServers()
+	configs, err := d.mcpConfigs(tc.MCPServers)
 	if err != nil {
 		return nil, err
 	}
-	d.mcp = servers
+	d.mcp = &mcpSet{log: d.log, initial: configs, running: map[string]*mcpRunning{}}
 	return ts, nil
 }
 
@@ -61,62 +56,10 @@ func (d *Daemon) workspaces() *workspace.Workspaces {
 	return workspace.New(filepath.Join(d.cfg.Home, "workspaces"))
 }
 
-// mcpServers builds the configured MCP servers, not yet connected. A stdio
-// server's environment is the scrubbed base plus its entry's env.
-func (d *Daemon) mcpServers() ([]*mcp.Server, error) {
-	tc := d.cfg.Tools
-	var out []*mcp.Server
-	for _, e := range tc.MCPServers {
-		env := append([]string(nil), tc.ChildEnv...)
-		keys := make([]string, 0, len(e.Env))
-		for k := range e.Env {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			env = append(env, k+"="+e.Env[k])
-		}
-		timeout := e.Timeout
-		if timeout <= 0 {
-			timeout = tc.MCPTimeout
-		}
-		sc := mcp.ServerConfig{Name: e.Name, Command: e.Command, Args: e.Args, Env: env, URL: e.URL, Headers: e.Headers, CallTimeout: timeout}
-		if err := sc.Validate(); err != nil {
-			return nil, err
-		}
-		out = append(out, mcp.NewServer(sc))
-	}
-	return out, nil
-}
-
-// startMCP spawns one supervisor actor per MCP server; each connects in the
-// background and registers its tools in reg once it has listed them. The
-// servers are closed after the runtime stopped (turns in their grace
-// period may still call them).
-func (d *Daemon) startMCP(reg *tools.Registry) error {
-	root := d.rt.System().Root
-	for _, srv := range d.mcp {
-		props := mcp.SupervisorProps(srv, reg, d.log, mcp.DefaultBackoff)
-		if _, err := root.SpawnNamed(props, "mcp-"+srv.Name()); err != nil {
-			return fmt.Errorf("start mcp server %s: %w", srv.Name(), err)
-		}
-		d.closers = append(d.closers, func() { _ = srv.Close() })
-	}
-	return nil
-}
-
-// MCPStatus returns the health of every configured MCP server.
-func (d *Daemon) MCPStatus() []mcp.Status {
-	out := make([]mcp.Status, 0, len(d.mcp))
-	for _, s := range d.mcp {
-		out = append(out, s.Status())
-	}
-	return out
-}
-
 // toolMetrics labels every MCP call by its server (mcp_<server>): the
 // metrics' tool label is fixed at start, and an MCP server's tools are
-// known only once it is connected.
+// known only once it is connected. A server added by a reload is counted
+// as "other".
 type toolMetrics struct {
 	actors.Observer
 	servers []string
@@ -131,13 +74,6 @@ func (o toolMetrics) ToolCall(tool, outcome string, d time.Duration) {
 		}
 	}
 	o.Observer.ToolCall(tool, outcome, d)
-}
-
-// handleMCP serves GET /api/mcp: each MCP server's transport, health,
-// restarts and tools.
-func (d *Daemon) handleMCP(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"servers": d.MCPStatus()})
 }
 
 // terminalTool builds the terminal tool: commands run in the chat's

@@ -454,3 +454,60 @@ func TestToolFaults_HugeResultAndPanickingApproval(t *testing.T) {
 		t.Fatalf("reply = %q", got)
 	}
 }
+
+// TestMCP_Reload: rewriting config.yaml and reloading (what SIGHUP does)
+// stops a removed server (its tools leave the registry), starts a new one,
+// and keeps an unchanged one running; a broken list changes nothing.
+func TestMCP_Reload(t *testing.T) {
+	srvA, srvB := mcptest.NewHTTP(t, ""), mcptest.NewHTTP(t, "")
+	home := t.TempDir()
+	write := func(yaml string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(fmt.Sprintf("mcp_servers:\n  keep:\n    url: %q\n  gone:\n    url: %q\n", srvA.URL, srvB.URL))
+	w := newToolWorld(t, map[string]string{"HERMES_HOME": home})
+	connected := func(names ...string) func() bool {
+		return func() bool {
+			st := w.d.MCPStatus()
+			if len(st) != len(names) {
+				return false
+			}
+			for i, s := range st {
+				if s.Name != names[i] || !s.Connected {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitUntil(t, "keep and gone connected", connected("gone", "keep"))
+	since := w.d.MCPStatus()[1].Since
+
+	write(fmt.Sprintf("mcp_servers:\n  keep:\n    url: %q\n  fresh:\n    url: %q\n", srvA.URL, srvB.URL))
+	if err := w.d.ReloadMCP(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "fresh and keep connected", connected("fresh", "keep"))
+	if got := w.d.MCPStatus()[1].Since; !got.Equal(since) {
+		t.Fatalf("the unchanged server was restarted (%v → %v)", since, got)
+	}
+	got := w.telegramReply(t, 931, `call mcp_gone_echo {"text":"x"}`, "result mcp_gone_echo")
+	if !strings.Contains(got, `unknown tool "mcp_gone_echo"`) {
+		t.Fatalf("removed server's tool: %q", got)
+	}
+	got = w.telegramReply(t, 932, `call mcp_fresh_echo {"text":"new one"}`, "result mcp_fresh_echo")
+	if !strings.HasSuffix(got, ": new one") {
+		t.Fatalf("new server's tool: %q", got)
+	}
+
+	write("mcp_servers:\n  broken:\n    args: [x]\n")
+	if err := w.d.ReloadMCP(); err == nil {
+		t.Fatal("a broken list was accepted")
+	}
+	if st := w.d.MCPStatus(); len(st) != 2 {
+		t.Fatalf("a broken list changed the servers: %+v", st)
+	}
+}

@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/daemon"
@@ -41,6 +44,8 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer, env func(st
 	}
 	log.Info("hermesd started", "version", versionString(), "home", cfg.Home, "model", modelLabel(cfg),
 		"telegram", cfg.TelegramToken != "", "discord", cfg.DiscordToken != "", "tts", cfg.TTSProvider, "stt", cfg.STTProvider)
+	stopHUP := reloadOnHUP(ctx, d, log)
+	defer stopHUP()
 	return d.Serve(ctx, ln)
 }
 
@@ -63,4 +68,30 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelError
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// reloadOnHUP re-reads the MCP server list on SIGHUP until ctx ends or the
+// returned function is called.
+func reloadOnHUP(ctx context.Context, d *daemon.Daemon, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if err := d.ReloadMCP(); err != nil {
+					log.Error("SIGHUP: reload MCP servers", "err", err)
+				}
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
 }
