@@ -90,7 +90,9 @@ func (a *supervisor) Receive(c actor.Context) {
 		a.start(c)
 	case *actor.Stopping:
 		a.stop()
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Restarting:
+		a.abandon() // a fresh instance starts over; news of this one must not reach it
+	case *actor.Stopped:
 	case *connected:
 		a.handleConnected(c, m)
 	case *disconnected:
@@ -184,6 +186,18 @@ func (a *supervisor) failed(c actor.Context, err error, upFor time.Duration) {
 	gen := a.gen
 	self, root := c.Self(), c.ActorSystem().Root
 	a.timer = time.AfterFunc(a.delay, func() { root.Send(self, &reconnect{gen: gen}) })
+}
+
+// abandon ends this instance's connection attempts and session without
+// closing the server for good (a restarted supervisor connects again).
+func (a *supervisor) abandon() {
+	a.cancel()
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	if cs := a.srv.session.Swap(nil); cs != nil {
+		go cs.Close()
+	}
 }
 
 func (a *supervisor) stop() {

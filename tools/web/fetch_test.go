@@ -44,6 +44,7 @@ func TestGuard_DecisionTable(t *testing.T) {
 		{"::ffff:10.0.0.1", true},
 		{"64:ff9b::a00:1", true}, // NAT64 of 10.0.0.1
 		{"2002:a00:1::", true},   // 6to4 of 10.0.0.1
+		{"::a00:1", true},        // IPv4-compatible 10.0.0.1
 		{"93.184.216.34", false},
 		{"8.8.8.8", false},
 		{"2606:4700:4700::1111", false},
@@ -260,4 +261,28 @@ func TestTruncate(t *testing.T) {
 	if !strings.HasPrefix(got, strings.Repeat("é", 10)+"\n") || !strings.Contains(got, fmt.Sprintf("10 of %d", 30)) {
 		t.Fatalf("long: %q", got)
 	}
+}
+
+// FuzzGuardControl: any dial address is either refused or, when it is an
+// address the guard allows, a public one; nothing panics.
+func FuzzGuardControl(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:80", "[::1]:443", "10.0.0.1:0", "[::ffff:10.0.0.1]:80", "[fe80::1%eth0]:80",
+		"1.1.1.1:443", "example.com:80", ":80", "[::]:1", "0x7f.1:80", "2130706433:80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, address string) {
+		err := web.Guard{}.Control("tcp", address, nil)
+		if err != nil {
+			return
+		}
+		host, _, serr := net.SplitHostPort(address)
+		a, perr := netip.ParseAddr(host)
+		if serr != nil || perr != nil {
+			t.Fatalf("Control(%q) allowed an address that does not parse", address)
+		}
+		a = a.Unmap()
+		if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast() {
+			t.Fatalf("Control(%q) allowed %s", address, a)
+		}
+	})
 }

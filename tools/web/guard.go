@@ -43,6 +43,7 @@ var blocked = []netip.Prefix{
 	netip.MustParsePrefix("2002::/16"),      // 6to4 can embed any IPv4, private ones included
 	netip.MustParsePrefix("2001::/32"),      // Teredo embeds IPv4 as well
 	netip.MustParsePrefix("::ffff:0:0/96"),  // IPv4-mapped (unmapped before the check; kept as a backstop)
+	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated) embeds IPv4 too
 	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64 well-known prefix embeds IPv4
 	netip.MustParsePrefix("ff00::/8"),       // multicast
 	netip.MustParsePrefix("fc00::/7"),       // unique local

@@ -198,3 +198,50 @@ func TestWorkspace_Limits(t *testing.T) {
 		t.Fatalf("broken JSON: %v", err)
 	}
 }
+
+// FuzzWorkspacePaths: whatever path the model sends, a read never returns
+// a file outside the workspace and a write never creates one.
+func FuzzWorkspacePaths(f *testing.F) {
+	for _, seed := range []string{"../outside.txt", "/etc/passwd", "a/../../outside.txt", "to-parent/outside.txt",
+		"..", ".", "x\x00", "inside.txt", "./inside.txt", "sub/../../outside.txt", "to-parent/../outside.txt"} {
+		f.Add(seed)
+	}
+	root := f.TempDir()
+	base := filepath.Join(root, "workspaces")
+	outside := filepath.Join(base, "outside.txt")
+	if err := os.MkdirAll(filepath.Join(base, "web:dm:f"), 0o700); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.WriteFile(outside, []byte("OUTSIDE-SECRET"), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink("..", filepath.Join(base, "web:dm:f", "to-parent")); err != nil {
+		f.Fatal(err)
+	}
+	ws := workspace.New(base)
+	ts := map[string]tools.Tool{}
+	for _, tl := range ws.Tools() {
+		ts[tl.Name] = tl
+	}
+	s, _ := messages.ParseKey("web:dm:f")
+	e := env{s}
+	f.Fuzz(func(t *testing.T, p string) {
+		args, _ := json.Marshal(map[string]string{"path": p, "content": "FUZZ"})
+		if out, err := ts["read_file"].Run(context.Background(), e, args); err == nil && strings.Contains(out, "OUTSIDE-SECRET") {
+			t.Fatalf("read %q reached outside: %q", p, out)
+		}
+		_, _ = ts["write_file"].Run(context.Background(), e, args)
+		if b, _ := os.ReadFile(outside); string(b) != "OUTSIDE-SECRET" {
+			t.Fatalf("write %q changed a file outside", p)
+		}
+		entries, _ := os.ReadDir(base)
+		for _, en := range entries {
+			if en.Name() != "outside.txt" && en.Name() != "web:dm:f" {
+				t.Fatalf("write %q created %s outside the workspace", p, en.Name())
+			}
+		}
+		if entries, _ := os.ReadDir(root); len(entries) != 1 {
+			t.Fatalf("write %q created something beside the workspaces", p)
+		}
+	})
+}
