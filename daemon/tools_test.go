@@ -385,6 +385,15 @@ func TestTerminal_ApprovedAndDenied(t *testing.T) {
 		t.Fatalf("proof in the workspace: %q, %v", b, err)
 	}
 
+	// A command that plays with Markdown is shown exactly as it would run.
+	w.tg.SendText(903, 903, "call terminal {\"command\":\"echo `whoami` **bold** && rm -rf _x_\"}")
+	ask = w.waitTelegram(t, 903, "🔐 Approval needed")
+	if !strings.Contains(ask, "Run echo `whoami` **bold** && rm -rf _x_?") {
+		t.Fatalf("prompt shows %q", ask)
+	}
+	w.tg.SendText(903, 903, "/deny")
+	w.waitTelegram(t, 903, "🚫 Denied #")
+
 	w.dc.DM("7011", "81", `call terminal {"command":"touch denied.txt"}`)
 	w.waitDiscord(t, "7011", "🔐 Approval needed (#1, terminal): Run `touch denied.txt`?")
 	w.dc.DM("7011", "81", "/deny 1")

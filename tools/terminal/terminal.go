@@ -105,7 +105,7 @@ func Tool(o Options) tools.Tool {
 			if Allowed(o.Allow, a.Command) {
 				return nil, nil
 			}
-			return &tools.Approval{Prompt: fmt.Sprintf("Run `%s`?", a.Command), Timeout: o.ApprovalTimeout}, nil
+			return &tools.Approval{Prompt: "Run " + Code(a.Command) + "?", Timeout: o.ApprovalTimeout}, nil
 		},
 		Run: func(ctx context.Context, env tools.Env, raw json.RawMessage) (string, error) {
 			a, err := parse(raw)
@@ -250,4 +250,29 @@ func (c *capped) String() string {
 		s += fmt.Sprintf("\n[… output truncated: %d of %d bytes shown]", c.max, c.total)
 	}
 	return s
+}
+
+// Code renders command as Markdown code that shows it exactly, whatever it
+// contains: the user must see every character of what they approve. A
+// backtick inside takes a longer delimiter; a multi-line command a fenced
+// block.
+func Code(command string) string {
+	longest, run := 0, 0
+	for _, r := range command {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	if strings.Contains(command, "\n") {
+		fence := strings.Repeat("`", max(3, longest+1))
+		return "\n" + fence + "\n" + command + "\n" + fence + "\n"
+	}
+	delim := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return delim + " " + command + " " + delim
+	}
+	return delim + command + delim
 }

@@ -97,6 +97,21 @@ func TestAllowed(t *testing.T) {
 	}
 }
 
+func TestCode(t *testing.T) {
+	cases := map[string]string{
+		"rm -rf build":        "`rm -rf build`",
+		"echo `id`":           "`` echo `id` ``",
+		"a ``x`` b":           "``` a ``x`` b ```",
+		"ls\nrm -rf /":        "\n```\nls\nrm -rf /\n```\n",
+		"cat <<EOF\n```\nEOF": "\n````\ncat <<EOF\n```\nEOF\n````\n",
+	}
+	for in, want := range cases {
+		if got := terminal.Code(in); got != want {
+			t.Errorf("Code(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestApprove(t *testing.T) {
 	k := newKit(t, false)
 	if a, err := k.tool.Approve(json.RawMessage(`{"command":"ls -la"}`)); err != nil || a != nil {
