@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hermesd/hermesd/config"
+	"github.com/hermesd/hermesd/inspect"
 	"github.com/hermesd/hermesd/tools"
 	"github.com/hermesd/hermesd/tools/mcp"
 )
@@ -187,6 +188,16 @@ func (d *Daemon) ReloadMCP() error {
 
 // MCPStatus returns the health of every configured MCP server.
 func (d *Daemon) MCPStatus() []mcp.Status { return d.mcp.status() }
+
+// mcpInspect is the MCP servers' health for /api/status and /status.
+func (d *Daemon) mcpInspect() []inspect.MCPStatus {
+	st := d.MCPStatus()
+	out := make([]inspect.MCPStatus, len(st))
+	for i, s := range st {
+		out[i] = inspect.MCPStatus{Name: s.Name, Transport: s.Transport, Connected: s.Connected, Tools: len(s.Tools), Restarts: s.Restarts, LastError: s.LastError}
+	}
+	return out
+}
 
 // handleMCP serves GET /api/mcp: each MCP server's transport, health,
 // restarts and tools.

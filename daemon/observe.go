@@ -98,6 +98,7 @@ func (d *Daemon) inspectionRoutes() {
 	api := &inspect.API{
 		Tree: o.tree, Recent: o.recent, Started: o.started,
 		Platforms: o.platforms, RunningTurns: d.rt.RunningTurns, Refusals: d.guard.Refusals,
+		MCP: d.mcpInspect,
 	}
 	d.mux.HandleFunc("GET /api/actors", api.HandleActors)
 	d.mux.HandleFunc("GET /api/status", api.HandleStatus)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -286,6 +287,33 @@ func TestMCP_ThroughATurn(t *testing.T) {
 	if len(body.Servers) != 2 || body.Servers[0].Name != "local" || body.Servers[0].Transport != "stdio" ||
 		body.Servers[1].Transport != "http" || len(body.Servers[1].Tools) != 6 {
 		t.Fatalf("/api/mcp = %+v", body)
+	}
+	sres, err := http.Get(w.srvURL(t) + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sres.Body.Close()
+	var status struct {
+		MCP []struct {
+			Name      string
+			Connected bool
+			Tools     int
+		}
+	}
+	if err := json.NewDecoder(sres.Body).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	if len(status.MCP) != 2 || status.MCP[0].Name != "local" || !status.MCP[0].Connected || status.MCP[0].Tools != 7 || status.MCP[1].Tools != 6 {
+		t.Fatalf("/api/status mcp = %+v", status.MCP)
+	}
+	// The status page shows them, in a real browser when there is one.
+	if browser, err := exec.LookPath("chromium"); err == nil {
+		dom := runChromium(t, browser, "--dump-dom", w.srvURL(t)+"/status")
+		for _, want := range []string{`data-mcp="local" data-state="connected"`, `stdio, connected, 7 tools, 0 restarts`, `data-mcp="remote"`} {
+			if !strings.Contains(dom, want) {
+				t.Errorf("the status page does not show %s", want)
+			}
+		}
 	}
 }
 
