@@ -1,36 +1,14 @@
 package actors
 
-import (
-	"time"
+import "github.com/asynkron/protoactor-go/actor"
 
-	"github.com/asynkron/protoactor-go/actor"
-)
-
-// outcome carries the result of blocking work back to the actor that asked.
-type outcome struct {
-	val any
-	err error
-}
-
-// await runs work on its own goroutine and continues with then on the actor's
-// goroutine, with the actor's current message restored (ReenterAfter). The
-// actor keeps handling other messages meanwhile: this is how actors that must
-// never block (session, turn) wait on I/O. The goroutine's lifetime is bounded
-// by work, which must honour its own context; timeout only bounds how long the
-// continuation is kept.
-func await(c actor.Context, timeout time.Duration, work func() (any, error), then func(val any, err error)) {
-	f := actor.NewFuture(c.ActorSystem(), timeout)
-	root := c.ActorSystem().Root
-	go func() {
-		v, err := work()
-		root.Send(f.PID(), outcome{v, err})
-	}()
-	c.ReenterAfter(f, func(res any, err error) {
-		if err != nil {
-			then(nil, err)
-			return
-		}
-		o := res.(outcome)
-		then(o.val, o.err)
-	})
+// goSend runs work on its own goroutine and sends what it returns to the
+// actor as a message. It is how actors that must never block (session,
+// turn, tool, scheduler) wait on I/O: they keep handling other messages
+// meanwhile, and the result arrives in their mailbox like any other. The
+// goroutine's lifetime is bounded by work, which must honour its own
+// context.
+func goSend(c actor.Context, work func() any) {
+	self, root := c.Self(), c.ActorSystem().Root
+	go func() { root.Send(self, work()) }()
 }

@@ -106,8 +106,8 @@ func (a *session) stop(c actor.Context, m *messages.UserMessage) {
 }
 
 // handleReset starts a new conversation (/new, /reset): the edge already
-// moved the store to conversation m.conv and cancelled what the old one
-// owed; the session drops its running work and tells the user.
+// moved the store to conversation m.conv; the session cancels its running
+// and queued work and tells the user, settling those messages with it.
 func (a *session) handleReset(c actor.Context, m *conversationReset) {
 	a.cancelSpeech(c)
 	var inputs []*messages.UserMessage
@@ -165,20 +165,22 @@ func (a *session) saveSettings(c actor.Context) {
 	}
 	a.saving = true
 	s, v, b, p, timeout := a.s, a.voice, a.busy, a.rt.persist, a.rt.cfg.StoreTimeout
-	await(c, timeout, func() (any, error) {
+	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		return nil, p.SaveSettings(ctx, s, v, b)
-	}, func(_ any, err error) {
-		a.saving = false
-		if err != nil {
-			a.logger().Error("save session settings", "err", err)
-		}
-		if a.saveAgain {
-			a.saveAgain = false
-			a.saveSettings(c)
-		}
+		return &settingsSaved{p.SaveSettings(ctx, s, v, b)}
 	})
+}
+
+func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
+	a.saving = false
+	if m.err != nil {
+		a.logger().Error("save session settings", "err", m.err)
+	}
+	if a.saveAgain {
+		a.saveAgain = false
+		a.saveSettings(c)
+	}
 }
 
 func (a *session) status() string {

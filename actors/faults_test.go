@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,7 +75,7 @@ func TestBackground_ChildThatDiesFreesItsSlot(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxBackground = 1
 	h := startWith(t, echoModel(), cfg, func(d *Deps) {
-		d.Fault = func(kind string, c actor.Context) {
+		d.Fault = func(kind Kind, c actor.Context) {
 			if _, ok := c.Message().(*modelDone); ok && kind == KindBackground && panics.Add(1) == 1 {
 				panic("injected: background turn")
 			}
@@ -142,7 +143,7 @@ func TestDelegate_PanickingSubAgentAnswersAtOnce(t *testing.T) {
 	cfg := testConfig()
 	cfg.ToolTimeout = time.Minute
 	h := startWith(t, m, cfg, func(d *Deps) {
-		d.Fault = func(kind string, c actor.Context) {
+		d.Fault = func(kind Kind, c actor.Context) {
 			if _, ok := c.Message().(*modelDone); ok && strings.Contains(c.Self().GetId(), "/delegate-") {
 				panic("injected: sub-agent")
 			}
@@ -187,7 +188,7 @@ func TestStop_FreesASubAgentSlot(t *testing.T) {
 func TestSessionPanic_AnswersWhatItWasHolding(t *testing.T) {
 	var panicked atomic.Bool
 	h := startWith(t, echoModel(), testConfig(), func(d *Deps) {
-		d.Fault = func(kind string, c actor.Context) {
+		d.Fault = func(kind Kind, c actor.Context) {
 			if m, ok := c.Message().(*messages.UserMessage); ok && kind == KindSession && m.GetMessageId() == "m1" && panicked.CompareAndSwap(false, true) {
 				panic("injected: session")
 			}
@@ -263,5 +264,30 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond) // polling; bounded by deadline
+	}
+}
+
+// TestTurn_OneLogLinePerTurn: every turn ends in one INFO line with its
+// session, outcome, duration, model and tokens.
+func TestTurn_OneLogLinePerTurn(t *testing.T) {
+	logs := &lockedBuffer{}
+	m := modelFunc(func(ctx context.Context, req model.Request) (model.Response, error) {
+		return model.Response{Message: model.Message{Content: "hi"}, Usage: model.Usage{PromptTokens: 12, CompletionTokens: 3}}, nil
+	})
+	h := startWith(t, m, testConfig(), func(d *Deps) {
+		d.Log = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	s := webSession("logged")
+	h.send(t, s, "m1", "hello")
+	h.rec.waitFor(t, "reply", lastFor("m1"))
+	waitUntil(t, "the turn's line", func() bool { return strings.Contains(logs.grep(`msg=turn `), "tokens_out=3") })
+	line := logs.grep(`msg=turn `)
+	for _, want := range []string{"level=INFO", "session=" + s.Key(), "outcome=ok", "duration=", "tokens_in=12", "model="} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("turn log line %q lacks %q", line, want)
+		}
+	}
+	if n := strings.Count(line, "\n") + 1; n != 1 {
+		t.Fatalf("%d turn lines for one turn:\n%s", n, line)
 	}
 }

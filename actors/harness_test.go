@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -162,7 +163,9 @@ func startWith(t testing.TB, m model.Completer, cfg Config, edit func(*Deps), ts
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-rec.ready
+	if slices.Contains(d.Adapters, platforms.Adapter(rec)) {
+		<-rec.ready
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -19,6 +19,8 @@ type turnDone struct {
 	// unsteered are steer messages the turn could not use (it had already
 	// made its last model call); the session queues them.
 	unsteered []*messages.UserMessage
+	// tokensIn and tokensOut are the model's usage over the turn.
+	tokensIn, tokensOut int
 }
 
 // voiceReply is sent by a bound actor (a tool) to its session: deliver this
@@ -38,16 +40,16 @@ type toolResult struct {
 	err     error
 }
 
-// passivate asks a session whether it may be stopped; routed is how many
-// messages the router had sent it when it asked.
-type passivate struct{ routed uint64 }
+// passivate asks a session whether it may be stopped; ask identifies the
+// question, and the router trusts only the answer to its latest question to
+// the current incarnation of the session.
+type passivate struct{ ask uint64 }
 
-// passivateReply answers passivate: ok when the session handled every one
-// of those messages and nothing runs.
+// passivateReply answers passivate: ok when nothing runs, waits or is unsent.
 type passivateReply struct {
-	key    string
-	routed uint64
-	ok     bool
+	key string
+	ask uint64
+	ok  bool
 }
 
 // sweep is the router's periodic idle scan.
@@ -72,6 +74,7 @@ type toolGone struct{ callID string }
 
 // stateLoaded reports a session's state, loaded off its goroutine.
 type stateLoaded struct {
+	id    uint64
 	state SessionState
 	err   error
 }
@@ -107,6 +110,9 @@ type bgGone struct {
 	turn uint64
 	why  string
 }
+
+// settingsSaved reports that the session's settings were written.
+type settingsSaved struct{ err error }
 
 // settled reports that a Settlement was written (or failed): its replies
 // may leave now.

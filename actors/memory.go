@@ -69,6 +69,7 @@ func (m *Memory) LoadSession(_ context.Context, s messages.Session, limit int) (
 	st := SessionState{Voice: ms.voice, Busy: ms.busy, Conversation: ms.conv}
 	pending := make(map[uint64]bool)
 	for _, in := range ms.inbox {
+		st.LastAccepted = max(st.LastAccepted, in.m.GetInboxSeq())
 		if in.outcome == "" {
 			pending[in.m.GetInboxSeq()] = true
 			st.Pending = append(st.Pending, proto.Clone(in.m).(*messages.UserMessage))
@@ -145,11 +146,6 @@ func (m *Memory) NewConversation(_ context.Context, s messages.Session) (int64, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ms := m.get(s)
-	for _, in := range ms.inbox {
-		if in.outcome == "" {
-			in.outcome = Cancelled
-		}
-	}
 	ms.conv++
 	return ms.conv, nil
 }

@@ -65,10 +65,12 @@ func TestStop_CancelsAPendingVoiceReply(t *testing.T) {
 	}
 	h.rec.waitFor(t, "text reply", func(g []sent) bool { return len(g) >= 1 })
 	h.send(t, s, "s1", "/stop")
-	got := h.rec.waitFor(t, "stop", lastFor("s1"))
-	time.Sleep(700 * time.Millisecond)
-	got = h.rec.all()
-	if len(voices(got)) != 0 || got[len(got)-1].d.GetText() != "⏹ Stopped." {
+	h.rec.waitFor(t, "stop", lastFor("s1"))
+	// Positive control: the next typed message's answer comes after a
+	// voice reply that was still on its way (one session, one order).
+	h.send(t, s, "t2", "typed")
+	got := h.rec.waitFor(t, "the next answer", lastFor("t2"))
+	if len(voices(got)) != 0 || !hasText(got, "⏹ Stopped.") {
 		t.Fatalf("after /stop: %s", describe(got))
 	}
 }

@@ -25,7 +25,21 @@ type outbox struct {
 
 	mu     sync.Mutex
 	queues map[messages.Session][]outItem
+	// recent is the highest outbox seq taken per session, for a while: a
+	// session that restarted (a panic) reloads its unconfirmed replies, and
+	// one this outbox is sending or just sent must not go twice. Older
+	// entries are dropped by prune; by then the store has the confirmation.
+	recent   map[messages.Session]recentSeq
+	enqueues int
 }
+
+type recentSeq struct {
+	seq uint64
+	at  time.Time
+}
+
+// recentFor is how long the outbox remembers a session's last seq.
+const recentFor = time.Minute
 
 type outItem struct {
 	d       *messages.Delivery
@@ -33,7 +47,7 @@ type outItem struct {
 }
 
 func newOutbox(rt *Runtime, p messages.Platform, a platforms.Adapter) *outbox {
-	return &outbox{rt: rt, platform: p, adapter: a, queues: make(map[messages.Session][]outItem)}
+	return &outbox{rt: rt, platform: p, adapter: a, queues: make(map[messages.Session][]outItem), recent: make(map[messages.Session]recentSeq)}
 }
 
 // Receive handles deliveries and chat actions.
@@ -60,12 +74,34 @@ func (o *outbox) Receive(c actor.Context) {
 
 func (o *outbox) enqueue(s messages.Session, it outItem) {
 	o.mu.Lock()
+	if seq := it.d.GetSeq(); seq != 0 {
+		if r, ok := o.recent[s]; ok && seq <= r.seq {
+			o.mu.Unlock()
+			if it.replyTo != nil {
+				o.rt.sys.Root.Send(it.replyTo, &messages.DeliveryReceipt{Seq: seq})
+			}
+			return // taken once already
+		}
+		o.recent[s] = recentSeq{seq, time.Now()}
+	}
+	if o.enqueues++; o.enqueues%1024 == 0 {
+		o.prune(time.Now().Add(-recentFor))
+	}
 	q, running := o.queues[s]
 	o.queues[s] = append(q, it)
 	o.mu.Unlock()
 	if !running {
 		o.rt.deliveries.Add(1)
 		go o.drain(s)
+	}
+}
+
+// prune forgets seqs taken before cutoff; o.mu is held.
+func (o *outbox) prune(cutoff time.Time) {
+	for s, r := range o.recent {
+		if r.at.Before(cutoff) {
+			delete(o.recent, s)
+		}
 	}
 }
 

@@ -29,6 +29,10 @@ type SessionState struct {
 	// still be on their way to the session, or that a crash, a timeout or a
 	// passivation left unanswered. The session answers each exactly once.
 	Pending []*messages.UserMessage
+	// LastAccepted is the highest inbox seq of the session when it was read,
+	// before Pending: a message routed to the session with a seq up to it
+	// is among Pending or was settled already, and starts nothing.
+	LastAccepted uint64
 	// Unsent are replies queued in the outbox that the platform has not
 	// confirmed, in order; the session sends them before anything else.
 	Unsent []*messages.Delivery
@@ -74,8 +78,8 @@ type Persistence interface {
 	// Settle writes st and calls done once it committed (or failed), in
 	// call order; it does not block, and done must not block either.
 	Settle(s messages.Session, st Settlement, done func(error))
-	// NewConversation starts a fresh conversation (/new), cancels what the
-	// old one still owed, and returns the new conversation's number.
+	// NewConversation starts a fresh conversation (/new) and returns its
+	// number. Pending inputs stay pending: the session settles them.
 	NewConversation(ctx context.Context, s messages.Session) (int64, error)
 	// SaveSettings persists voice mode and busy policy.
 	SaveSettings(ctx context.Context, s messages.Session, voice messages.VoiceMode, busy messages.BusyPolicy) error

@@ -19,15 +19,18 @@ type router struct {
 	rt        *Runtime
 	sessions  map[string]*route
 	stopSweep scheduler.CancelFunc
+	asks      uint64 // passivation questions asked
 }
 
 // route is the router's record of one live session.
 type route struct {
 	pid *actor.PID
-	// routed counts messages sent to the session; a passivation answer is
-	// only trusted if nothing was routed since the question.
-	routed uint64
-	last   int64 // unix nanoseconds of the last routed message
+	// ask is the passivation question outstanding, 0 for none: routing a
+	// message voids it, and an answer to any other question (an earlier
+	// one, or one to a previous incarnation of the session under the same
+	// name) is ignored.
+	ask  uint64
+	last int64 // unix nanoseconds of the last routed message
 	// stopping is set once the session agreed to passivate; messages that
 	// arrive until it is gone wait in held and go to its successor.
 	stopping bool
@@ -91,7 +94,7 @@ func (r *router) route(c actor.Context, key string, m any) {
 		r.sessions[key] = e
 		r.rt.obs.SessionsActive(int(r.rt.sessionsLive.Add(1)))
 	}
-	e.routed++
+	e.ask = 0
 	e.last = time.Now().UnixNano()
 	c.Send(e.pid, m)
 }
@@ -108,7 +111,9 @@ func (r *router) sweep(c actor.Context) {
 		if e.stopping || e.last > cutoff {
 			continue
 		}
-		c.Request(e.pid, &passivate{routed: e.routed})
+		r.asks++
+		e.ask = r.asks
+		c.Request(e.pid, &passivate{ask: e.ask})
 		asked++
 		if asked >= maxAsksPerSweep {
 			break
@@ -122,7 +127,11 @@ func (r *router) passivated(c actor.Context, m *passivateReply) {
 	if e == nil || e.stopping {
 		return
 	}
-	if !m.ok || m.routed != e.routed {
+	if m.ask == 0 || m.ask != e.ask {
+		return // stale: a newer message or a newer incarnation voided it
+	}
+	e.ask = 0
+	if !m.ok {
 		e.last = time.Now().UnixNano() // busy: ask again after another idle period
 		return
 	}

@@ -131,25 +131,29 @@ type Deps struct {
 	// turn, background, and tool actors with the actor's kind (a Kind
 	// constant); tests panic from it to inject failures where production
 	// code would fail. Lifecycle messages are not passed to it.
-	Fault func(kind string, c actor.Context)
+	Fault func(kind Kind, c actor.Context)
 	// Instrument, if set, decorates the Props of every actor the runtime
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
-	Instrument func(kind string, p *actor.Props) *actor.Props
+	Instrument func(kind Kind, p *actor.Props) *actor.Props
 }
 
-// Actor kinds, as passed to Deps.Instrument and shown by inspection.
+// Kind is what an actor of the tree is, as passed to Deps.Instrument and
+// Deps.Fault and shown by inspection and metrics (the actortype label).
+type Kind string
+
+// Actor kinds.
 const (
-	KindRouter  = "router"
-	KindSession = "session"
-	KindTurn    = "turn"
+	KindRouter  Kind = "router"
+	KindSession Kind = "session"
+	KindTurn    Kind = "turn"
 	// KindBackground is a review, memory sweep, cron run or /background
 	// prompt: a turn-shaped child of the session that is not the user's turn.
-	KindBackground = "background"
-	KindTool       = "tool"
-	KindOutbox     = "outbox"
-	KindTTS        = "tts"
-	KindScheduler  = "scheduler"
+	KindBackground Kind = "background"
+	KindTool       Kind = "tool"
+	KindOutbox     Kind = "outbox"
+	KindTTS        Kind = "tts"
+	KindScheduler  Kind = "scheduler"
 )
 
 // Runtime is a running actor tree.
@@ -170,14 +174,15 @@ type Runtime struct {
 	routers  []*actor.PID
 
 	sessionProps  *actor.Props
-	faultHook     func(kind string, c actor.Context)
+	faultHook     func(kind Kind, c actor.Context)
 	recovering    sync.WaitGroup
-	instrument    func(kind string, p *actor.Props) *actor.Props
+	instrument    func(kind Kind, p *actor.Props) *actor.Props
 	promptContext func(ctx context.Context, s messages.Session, senderID string) string
 	scheduler     *actor.PID
 	delegates     chan struct{}
 	delegateSeq   atomic.Uint64
 	turnIDs       atomic.Uint64
+	shutdownOnce  sync.Once
 
 	// ctx is the parent of every turn's context; deliverCtx of every send.
 	ctx, deliverCtx       context.Context
@@ -220,7 +225,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
 	}
 	if rt.instrument == nil {
-		rt.instrument = func(_ string, p *actor.Props) *actor.Props { return p }
+		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
 	}
 	rt.obs = counting{d.Observer, &rt.runningTurns}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
@@ -396,7 +401,7 @@ func (rt *Runtime) recoverOwed() {
 
 // fault runs the test hook for an actor of kind, except on lifecycle
 // messages.
-func (rt *Runtime) fault(kind string, c actor.Context) {
+func (rt *Runtime) fault(kind Kind, c actor.Context) {
 	if rt.faultHook == nil {
 		return
 	}
@@ -419,7 +424,14 @@ func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
 
 // Shutdown stops accepting messages, lets running turns finish for up to
 // grace, then cancels what is left, drains the outboxes and stops the system.
+// A second call returns at once.
 func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
+	var err error
+	rt.shutdownOnce.Do(func() { err = rt.shutdown(ctx, grace) })
+	return err
+}
+
+func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	rt.accepting.Store(false)
 	rt.cancelAdapters()
 	rt.adaptersWG.Wait()

@@ -74,11 +74,11 @@ func (s *schedulerActor) Receive(c actor.Context) {
 // claim queries the store off the actor's goroutine.
 func (s *schedulerActor) claim(c actor.Context) {
 	s.busy = true
-	jobs, self, root, timeout := s.jobs, c.Self(), c.ActorSystem().Root, s.rt.cfg.StoreTimeout
-	go func() {
+	jobs, timeout := s.jobs, s.rt.cfg.StoreTimeout
+	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		fired, err := jobs.Claim(ctx, time.Now())
-		root.Send(self, &schedulerDone{fired, err})
-	}()
+		return &schedulerDone{fired, err}
+	})
 }

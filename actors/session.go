@@ -37,6 +37,9 @@ type session struct {
 	behavior actor.Behavior
 	// stash holds what arrived while loading, replayed in order once loaded.
 	stash []any
+	// loadID tells this instance's load from one an earlier incarnation
+	// started before it panicked (its result still arrives here).
+	loadID uint64
 
 	// saving is set while settings are written; saveAgain when they changed
 	// meanwhile.
@@ -46,11 +49,12 @@ type session struct {
 	busy    messages.BusyPolicy
 	conv    int64 // current conversation (see SessionState.Conversation)
 	history []model.Message
-	handled uint64 // routed messages handled, for passivation
-	// absorbed are the inbox seqs of pending messages taken in at load:
-	// their copies still on the way through the mailbox start nothing.
-	absorbed map[uint64]bool
-	queued   []*messages.UserMessage
+	// seen is the highest inbox seq the session's load knew of: a message
+	// with a seq up to it was taken in at load (pending) or settled before,
+	// by this instance or an earlier one; its copy still on the way through
+	// the mailbox starts nothing.
+	seen   uint64
+	queued []*messages.UserMessage
 
 	// turnSeq is the id of the last child turn started, from a counter of
 	// the runtime's: ids stay unique across restarts of this actor, so a
@@ -121,11 +125,13 @@ func (a *session) loading(c actor.Context) {
 	case *actor.Started:
 		a.started(c)
 	case *stateLoaded:
-		a.handleLoaded(c, m)
+		if m.id == a.loadID {
+			a.handleLoaded(c, m)
+		}
 	case *actor.Stopping, *actor.Restarting:
 		a.stopping()
 	case *passivate:
-		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed})
+		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask})
 	case *actor.Stopped, *actor.ReceiveTimeout, *actor.Terminated:
 	default:
 		a.stash = append(a.stash, m)
@@ -135,17 +141,22 @@ func (a *session) loading(c actor.Context) {
 // loaded is the behavior of a session with its state.
 func (a *session) loaded(c actor.Context) {
 	switch m := c.Message().(type) {
-	case *actor.Stopping, *actor.Restarting:
+	case *actor.Restarting:
+		a.logger().Debug("session restarting")
+		a.stopping()
+	case *actor.Stopping:
 		a.stopping()
 	case *passivate:
-		ok := m.routed == a.handled && a.idle(c)
+		// Everything the router sent before asking is handled already (one
+		// sender, FIFO); anything it sent since voids the question.
+		ok := a.idle(c)
 		if ok && a.sweepBeforeIdle(c) {
 			ok = false // save what is worth keeping first; asked again later
 		}
-		c.Respond(&passivateReply{key: a.s.Key(), routed: m.routed, ok: ok})
+		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask, ok: ok})
 	case *actor.Terminated:
 		a.handleTerminated(c, m)
-	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout:
+	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded:
 	default:
 		a.handle(c, m)
 	}
@@ -155,20 +166,16 @@ func (a *session) loaded(c actor.Context) {
 func (a *session) handle(c actor.Context, msg any) {
 	switch m := msg.(type) {
 	case *messages.UserMessage:
-		a.handled++
 		a.handleUser(c, m)
 	case *conversationReset:
-		a.handled++
 		a.handleReset(c, m)
 	case *messages.ScheduledFire:
-		a.handled++
 		// A cron run is a child of this session like any follow-up: it does
 		// not interrupt the user's turn, and its answer is delivered here.
 		a.handleStartBackground(c, &startBackground{kind: kindCron, prompt: m.GetPrompt()})
 	case *startBackground:
 		a.handleStartBackground(c, m)
 	case *resumeSession:
-		a.handled++
 		if m.recovered != nil {
 			a.recovered = m.recovered
 			a.checkRecovered()
@@ -187,6 +194,8 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleTyping(c, m)
 	case *settled:
 		a.handleSettled(c, m)
+	case *settingsSaved:
+		a.handleSettingsSaved(c, m)
 	case *approvalRequest:
 		a.handleApprovalRequest(c, m)
 	case *approvalExpired:
@@ -235,13 +244,14 @@ func (a *session) logger() *slog.Logger { return a.rt.log.With("session", a.s.Ke
 // its own goroutine, which reports back with stateLoaded.
 func (a *session) load(c actor.Context) {
 	s, limit, p, timeout := a.s, a.rt.cfg.HistoryLimit, a.rt.persist, a.rt.cfg.StoreTimeout
-	self, root := c.Self(), c.ActorSystem().Root
-	go func() {
+	a.loadID = a.rt.turnIDs.Add(1)
+	id := a.loadID
+	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		st, err := p.LoadSession(ctx, s, limit)
-		root.Send(self, &stateLoaded{st, err})
-	}()
+		return &stateLoaded{id: id, state: st, err: err}
+	})
 }
 
 func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
@@ -267,12 +277,12 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 		a.enqueue(c, st.Unsent)
 		pending = st.Pending
 	}
+	a.logger().Debug("session loaded", "pending", len(pending), "unsent", len(m.state.Unsent), "stashed", len(a.stash))
+	if m.err == nil {
+		a.seen = m.state.LastAccepted
+	}
 	if len(pending) > 0 {
 		a.logger().Info("answering messages accepted before this activation", "pending", len(pending))
-		a.absorbed = make(map[uint64]bool, len(pending))
-		for _, p := range pending {
-			a.absorbed[p.GetInboxSeq()] = true
-		}
 		a.answerPending(c, pending)
 	}
 	stash := a.stash
@@ -318,8 +328,8 @@ func (a *session) idle(c actor.Context) bool {
 }
 
 func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
-	if seq := m.GetInboxSeq(); seq != 0 && a.absorbed[seq] {
-		delete(a.absorbed, seq) // taken in at load already
+	if seq := m.GetInboxSeq(); seq != 0 && seq <= a.seen {
+		a.logger().Debug("message taken in at load already", "message", m.GetMessageId())
 		return
 	}
 	if cmd, arg, ok := parseCommand(m.GetText()); ok {
@@ -397,6 +407,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 			textReply("⚠️ Internal error: could not start a turn.", inputs, originTurn)}})
 		return
 	}
+	a.logger().Debug("turn started", "turn", a.turnSeq, "inputs", answers(inputs))
 	rt := &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, conv: a.conv, voiceIn: voiceIn, started: time.Now()}
 	a.turn = rt
 	a.rt.obs.TurnStarted(a.s)
@@ -445,7 +456,8 @@ func (a *session) cancelTurn(c actor.Context, why string) {
 		return
 	}
 	t := a.endTurn(c, why)
-	a.logger().Info("turn cancelled", "turn", t.id, "why", why)
+	a.logger().Info("turn", "turn", t.id, "outcome", why, "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName)
 }
 
 func (a *session) handleTyping(c actor.Context, m *typingTick) {
@@ -479,6 +491,8 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 		outcome = "error"
 	}
 	t := a.endTurn(c, outcome)
+	a.logger().Info("turn", "turn", t.id, "outcome", outcome, "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
 	// Steer messages the turn could not use are answered by a turn of their
 	// own, not settled with this one.
 	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
@@ -520,7 +534,8 @@ func (a *session) handleTurnExpired(c actor.Context, m *turnExpired) {
 		return
 	}
 	t := a.endTurn(c, "timeout")
-	a.logger().Warn("turn did not finish in time; stopped", "turn", t.id, "timeout", a.rt.cfg.TurnTimeout)
+	a.logger().Warn("turn", "turn", t.id, "outcome", "timeout", "duration", time.Since(t.started).Round(time.Millisecond),
+		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "limit", a.rt.cfg.TurnTimeout)
 	a.settle(c, Settlement{Inputs: seqs(t.inputs), Outcome: Failed, Replies: []*messages.Delivery{
 		textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)}})
 	a.next(c)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/tools"
@@ -154,14 +156,21 @@ func TestSession_SteerReachesRunningTurn(t *testing.T) {
 		sawSteer.Store(lastUser(req) == "also this")
 		return model.Response{Message: model.Message{Content: "done, last user: " + lastUser(req)}}, nil
 	})
-	h := startRuntime(t, m, testConfig(), slow)
+	steered := make(chan struct{}, 1)
+	h := startWith(t, m, testConfig(), func(d *Deps) {
+		d.Fault = func(_ Kind, c actor.Context) { // observes, never fails
+			if _, ok := c.Message().(*steerInput); ok {
+				steered <- struct{}{}
+			}
+		}
+	}, slow)
 	s := webSession("dave")
 	h.send(t, s, "c0", "/busy steer")
 	h.rec.waitFor(t, "ack", lastFor("c0"))
 	h.send(t, s, "m1", "do it")
 	<-toolStarted
 	h.send(t, s, "m2", "also this")
-	time.Sleep(50 * time.Millisecond) // let the steer message reach the turn before the tool returns
+	<-steered // the steer message reached the turn before the tool returns
 	close(toolRelease)
 	got := h.rec.waitFor(t, "reply", lastFor("m2"))
 	last := got[len(got)-1].d
@@ -203,8 +212,11 @@ func TestSession_StopCancelsSubtreeQuickly(t *testing.T) {
 	if got[0].d.GetText() != "⏹ Stopped." || !got[0].d.AnswersMessage("m1") {
 		t.Fatalf("stop reply: %s", describe(got))
 	}
-	time.Sleep(100 * time.Millisecond)
-	if n := len(h.rec.all()); n != 1 {
+	// Positive control: a later command's answer comes after anything the
+	// stopped turn could still have said.
+	h.send(t, s, "m3", "/help")
+	h.rec.waitFor(t, "help", lastFor("m3"))
+	if n := len(h.rec.all()); n != 2 {
 		t.Fatalf("a stopped turn spoke afterwards: %s", describe(h.rec.all()))
 	}
 	t.Logf("stop → tool context cancelled in %s", elapsed)

@@ -44,10 +44,8 @@ type toolActor struct {
 	expiry   *time.Timer
 	// asked is set while the call waits for its chat's approval.
 	asked bool
-	// sub is the running sub-agent and its caller's answer channel; held
-	// are the delegation slots to give back.
-	sub  *subAgent
-	held []chan struct{}
+	// sub is the running sub-agent and its caller's answer channel.
+	sub *subAgent
 }
 
 // subAgent is a delegation in flight: the tool goroutine waits on answer.
@@ -121,12 +119,12 @@ func (a *toolActor) begin(c actor.Context) {
 	s, _ := identity.Of(c)
 	env := &toolEnv{a: a, s: s, self: self, root: root, ctx: c}
 	ctx, log := a.ctx, a.rt.log
-	go func() {
+	goSend(c, func() any {
 		content, err := runTool(ctx, t, env, json.RawMessage(a.call.Arguments), func(r any) {
 			log.Error("tool panicked", "session", s.Key(), "tool", t.Name, "panic", r, "stack", string(debug.Stack()))
 		})
-		root.Send(self, &toolRan{content: content, err: err})
-	}()
+		return &toolRan{content: content, err: err}
+	})
 }
 
 // askApproval asks the session to put the call to its chat when the tool
@@ -216,8 +214,8 @@ func capResult(s string) string {
 	return s[:cut] + fmt.Sprintf("\n[… result truncated: %d of %d bytes shown]", cut, len(s))
 }
 
-// release gives back what the call holds: its context, timer, sub-agent
-// slots, and an answer to a tool goroutine still waiting for a sub-agent.
+// release gives back what the call holds: its context, timer, and an
+// answer to a tool goroutine still waiting for a sub-agent.
 func (a *toolActor) release() {
 	if a.cancel != nil {
 		a.cancel()
@@ -229,43 +227,17 @@ func (a *toolActor) release() {
 		a.sub.answer <- delegateAnswer{err: errors.New("the call was stopped")}
 		a.sub = nil
 	}
-	for _, sem := range a.held {
-		<-sem
-	}
-	a.held = nil
 }
 
 // handleDelegate starts a sub-agent turn as a child of this actor: it
 // inherits the conversation's identity by construction, its voice replies
-// go to the same session, and stopping this call stops it. Slots are taken
-// without waiting: when all are busy the model is told at once.
+// go to the same session, and stopping this call stops it. The caller holds
+// the delegation slots (see toolEnv.Delegate).
 func (a *toolActor) handleDelegate(c actor.Context, m *delegateRequest) {
 	fail := func(err error) { m.answer <- delegateAnswer{err: err} }
-	switch {
-	case a.sub != nil:
+	if a.sub != nil {
 		fail(errors.New("one sub-agent per call"))
 		return
-	case a.depth >= a.rt.cfg.MaxDelegateDepth:
-		fail(fmt.Errorf("sub-agents may not delegate further (depth %d)", a.depth))
-		return
-	}
-	// Two bounds: per calling turn (as Hermes: three children at a time)
-	// and for the whole daemon (so many users delegating cannot swamp it).
-	for _, sem := range []chan struct{}{a.delegates, a.rt.delegates} {
-		if sem == nil {
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-			a.held = append(a.held, sem)
-		default:
-			for _, h := range a.held {
-				<-h
-			}
-			a.held = nil
-			fail(errors.New("all sub-agent slots are busy; try again when one of the running sub-agents is done"))
-			return
-		}
 	}
 	t := &turn{
 		// The sub-agent's id is its caller's turn: whatever it says aloud is
@@ -291,10 +263,6 @@ func (a *toolActor) handleSubAgentDone(c actor.Context, m *turnDone) {
 	}
 	a.sub = nil
 	c.Stop(sub.pid)
-	for _, sem := range a.held {
-		<-sem
-	}
-	a.held = nil
 	if m.failed {
 		sub.answer <- delegateAnswer{err: fmt.Errorf("the sub-agent failed: %s", m.reply)}
 		return
@@ -333,11 +301,22 @@ func (e *toolEnv) Speak(ctx context.Context, text, voice string) (time.Duration,
 	if rt.tts == nil {
 		return 0, fmt.Errorf("no speech engine is configured")
 	}
-	timeout := rt.cfg.TTSTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = time.Until(d)
+	// The future gets the full TTSTimeout, which the TTS actor always
+	// answers within (it refuses work it cannot start in time); this call
+	// stops waiting when ctx ends. A future that times out just as its
+	// answer arrives is a data race inside the pinned protoactor.
+	f := e.ctx.RequestFuture(rt.tts, &messages.SynthesizeSpeech{Text: text, Voice: voice}, rt.cfg.TTSTimeout)
+	var (
+		res  any
+		err  error
+		done = make(chan struct{})
+	)
+	go func() { res, err = f.Result(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("speech: %w", ctx.Err())
 	}
-	res, err := e.ctx.RequestFuture(rt.tts, &messages.SynthesizeSpeech{Text: text, Voice: voice}, timeout).Result()
 	if err != nil {
 		return 0, fmt.Errorf("speech: %w", err)
 	}
@@ -350,10 +329,27 @@ func (e *toolEnv) Speak(ctx context.Context, text, voice string) (time.Duration,
 }
 
 // Delegate implements tools.Env: the tool actor runs the sub-agent as its
-// child; this goroutine waits for the answer or for the call's end.
+// child; this goroutine (the tool's, never the actor's) holds a delegation
+// slot and waits for the answer or for the call's end, which /stop brings.
 func (e *toolEnv) Delegate(ctx context.Context, task string) (string, error) {
 	if strings.TrimSpace(task) == "" {
 		return "", errors.New("delegate_task: the task is empty")
+	}
+	if e.a.depth >= e.a.rt.cfg.MaxDelegateDepth {
+		return "", fmt.Errorf("delegate_task: sub-agents may not delegate further (depth %d)", e.a.depth)
+	}
+	// Two bounds: per calling turn (as Hermes: three children at a time)
+	// and for the whole daemon (so many users delegating cannot swamp it).
+	for _, sem := range []chan struct{}{e.a.delegates, e.a.rt.delegates} {
+		if sem == nil {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		case <-ctx.Done():
+			return "", fmt.Errorf("delegate_task: waiting for a free sub-agent slot: %w", ctx.Err())
+		}
 	}
 	answer := make(chan delegateAnswer, 1)
 	e.root.Send(e.self, &delegateRequest{task: task, answer: answer})

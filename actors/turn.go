@@ -46,13 +46,15 @@ type turn struct {
 
 	convo    []model.Message // what the model sees
 	produced []model.Message // what this turn adds to the history
-	rounds   int
-	calls    []model.ToolCall
-	results  map[string]*toolResult
-	tools    map[string]*actor.PID // call id → tool actor, for Terminated
-	steer    []*messages.UserMessage
-	toolSeq  int
-	finished bool
+	// tokensIn and tokensOut add up the model's usage over the turn.
+	tokensIn, tokensOut int
+	rounds              int
+	calls               []model.ToolCall
+	results             map[string]*toolResult
+	tools               map[string]*actor.PID // call id → tool actor, for Terminated
+	steer               []*messages.UserMessage
+	toolSeq             int
+	finished            bool
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -117,13 +119,12 @@ func (t *turn) callModel(c actor.Context) {
 		req.Tools = t.specs()
 	}
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
-	self, root := c.Self(), c.ActorSystem().Root
 	s, _ := identity.Of(c)
 	sender, loaded, extra := senderOf(t.inputs), t.extraLoaded, t.extra
 	// The call runs on its own goroutine, bounded by the turn's context,
 	// and reports back as a message: the turn stays responsive (steer,
 	// tool results, Stop) meanwhile.
-	go func() {
+	goSend(c, func() any {
 		if !loaded && rt.promptContext != nil {
 			extra = rt.promptContext(ctx, s, sender)
 		}
@@ -134,8 +135,8 @@ func (t *turn) callModel(c actor.Context) {
 			req.Messages = msgs
 		}
 		resp, err := m.Complete(ctx, req)
-		root.Send(self, &modelDone{resp: resp, err: err, extra: extra})
-	}()
+		return &modelDone{resp: resp, err: err, extra: extra}
+	})
 }
 
 // specs are the tools this turn may offer the model.
@@ -178,6 +179,8 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	msg := resp.Message
 	msg.Role = "assistant"
 	t.rt.obs.ModelCall(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.tokensIn += resp.Usage.PromptTokens
+	t.tokensOut += resp.Usage.CompletionTokens
 	if len(msg.ToolCalls) == 0 || t.rounds >= t.rt.cfg.MaxToolRounds {
 		msg.ToolCalls = nil
 		t.produced = append(t.produced, msg)
@@ -262,7 +265,7 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 		return
 	}
 	t.finished = true
-	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer}
+	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
 	if !failed && (t.kind == kindTurn || t.kind == kindCron || t.kind == kindBackground) {
 		done.produced = t.produced
 	}
@@ -270,7 +273,7 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 }
 
 // actorKind is the Kind this turn is shown and counted as.
-func (t *turn) actorKind() string {
+func (t *turn) actorKind() Kind {
 	if t.kind == kindTurn || t.kind == kindDelegate {
 		return KindTurn
 	}

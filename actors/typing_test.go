@@ -54,7 +54,9 @@ func TestTyping_ShownOnlyForSlowTurns(t *testing.T) {
 	}
 	send("f1", "fast")
 	tg.waitFor(t, "fast reply", lastFor("f1"))
-	time.Sleep(100 * time.Millisecond)
+	// A bounded wait for what must not happen (twice the typing delay); the
+	// slow turn below is the positive control.
+	time.Sleep(2 * cfg.TypingDelay)
 	if a := tg.seen(); len(a) != 0 {
 		t.Fatalf("a fast turn showed %v", a)
 	}

@@ -26,6 +26,8 @@ type Config struct {
 	HTTPAddr string
 	APIToken string
 	LogLevel string
+	// LogFormat is "text" or "json".
+	LogFormat string
 
 	ModelBaseURL string
 	ModelAPIKey  string
@@ -71,7 +73,8 @@ type Config struct {
 
 // keys lists every setting: its environment name (also its config.yaml key),
 // default and whether it is a secret.
-var keys = []struct {
+// The tools' settings (toolKeys, config/tools.go) follow the core ones.
+var keys = append([]struct {
 	name, def string
 	secret    bool
 }{
@@ -79,6 +82,7 @@ var keys = []struct {
 	{"HERMES_HTTP_ADDR", "127.0.0.1:7600", false},
 	{"HERMES_API_TOKEN", "", true},
 	{"HERMES_LOG_LEVEL", "info", false},
+	{"HERMES_LOG_FORMAT", "text", false},
 	{"OPENAI_BASE_URL", "", false},
 	{"OPENAI_API_KEY", "", true},
 	{"HERMES_MODEL", "", false},
@@ -109,42 +113,81 @@ var keys = []struct {
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
-}
+}, toolKeys...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
-// the environment through lookup (os.LookupEnv in the daemon).
+// HERMES_HOME/.env, then the environment through lookup (os.LookupEnv in the
+// daemon), each later source winning.
 func Load(lookup func(string) (string, bool)) (Config, error) {
-	vals := make(map[string]string, len(keys))
-	for _, k := range allKeys() {
-		vals[k.name] = k.def
-	}
-	home, ok := lookup("HERMES_HOME")
-	if !ok || home == "" {
-		dir, err := os.UserHomeDir()
-		if err != nil {
-			return Config{}, fmt.Errorf("HERMES_HOME is unset and the home directory is unknown: %w", err)
-		}
-		home = filepath.Join(dir, ".hermesd")
-	}
-	file := filepath.Join(home, "config.yaml")
-	if err := readYAML(file, vals); err != nil {
+	settings, err := Resolve(lookup)
+	if err != nil {
 		return Config{}, err
 	}
-	for _, k := range allKeys() {
-		if v, ok := lookup(k.name); ok {
-			vals[k.name] = v
-		}
+	vals := make(map[string]string, len(settings))
+	for _, s := range settings {
+		vals[s.Name] = s.Value
 	}
-	vals["HERMES_HOME"] = home
 	c, err := parse(vals)
-	mcp, merr := ReadMCP(file)
+	mcp, merr := ReadMCP(filepath.Join(vals["HERMES_HOME"], ConfigFile))
 	c.Tools.MCPServers = mcp
 	c.Tools.ChildEnv = childEnv(lookup)
 	return c, errors.Join(err, merr)
 }
 
-// readYAML merges a flat config.yaml whose keys are the environment names
-// (either case). A missing file is fine; an unknown key is an error.
+// Home returns HERMES_HOME as lookup gives it, or ~/.hermesd.
+func Home(lookup func(string) (string, bool)) (string, error) {
+	home, ok := lookup("HERMES_HOME")
+	if ok && home != "" {
+		return home, nil
+	}
+	dir, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("HERMES_HOME is unset and the home directory is unknown: %w", err)
+	}
+	return filepath.Join(dir, ".hermesd"), nil
+}
+
+// Resolve returns every setting's raw value and where it came from, in the
+// order of Keys, without validating values (Load does).
+func Resolve(lookup func(string) (string, bool)) ([]Setting, error) {
+	home, err := Home(lookup)
+	if err != nil {
+		return nil, err
+	}
+	vals := make(map[string]string, len(keys))
+	src := make(map[string]Source, len(keys))
+	for _, k := range keys {
+		vals[k.name], src[k.name] = k.def, FromDefault
+	}
+	yamlVals := make(map[string]string)
+	if err := readYAML(filepath.Join(home, ConfigFile), yamlVals); err != nil {
+		return nil, err
+	}
+	for k, v := range yamlVals {
+		vals[k], src[k] = v, FromYAML
+	}
+	envFile, err := readDotEnv(filepath.Join(home, EnvFile))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range envFile {
+		vals[k], src[k] = v, FromEnvFile
+	}
+	for _, k := range keys {
+		if v, ok := lookup(k.name); ok {
+			vals[k.name], src[k.name] = v, FromEnvironment
+		}
+	}
+	vals["HERMES_HOME"] = home
+	out := make([]Setting, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, Setting{Name: k.name, Value: vals[k.name], Source: src[k.name], Secret: k.secret})
+	}
+	return out, nil
+}
+
+// readYAML reads a flat config.yaml whose keys are the environment names
+// (either case) into vals. A missing file is fine; an unknown key is an error.
 func readYAML(path string, vals map[string]string) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -162,7 +205,7 @@ func readYAML(path string, vals map[string]string) error {
 		if mcpKeys[name] {
 			continue // a nested list, read by ReadMCP
 		}
-		if _, known := vals[name]; !known || name == "HERMES_HOME" {
+		if !Known(name) || name == "HERMES_HOME" {
 			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)
 		}
 		switch v := v.(type) {
@@ -233,10 +276,11 @@ func parse(v map[string]string) (Config, error) {
 		return ""
 	}
 	c := Config{
-		Home:     v["HERMES_HOME"],
-		HTTPAddr: v["HERMES_HTTP_ADDR"],
-		APIToken: v["HERMES_API_TOKEN"],
-		LogLevel: oneOf("HERMES_LOG_LEVEL", "debug", "info", "warn", "error"),
+		Home:      v["HERMES_HOME"],
+		HTTPAddr:  v["HERMES_HTTP_ADDR"],
+		APIToken:  v["HERMES_API_TOKEN"],
+		LogLevel:  oneOf("HERMES_LOG_LEVEL", "debug", "info", "warn", "error"),
+		LogFormat: oneOf("HERMES_LOG_FORMAT", "text", "json"),
 
 		ModelBaseURL: urlOf("OPENAI_BASE_URL"),
 		ModelAPIKey:  v["OPENAI_API_KEY"],
@@ -342,7 +386,7 @@ func (c Config) Redacted() []string {
 		"HERMES_STT_PROVIDER": c.STTProvider, "HERMES_BUSY_POLICY": c.BusyPolicy,
 	}
 	secret := map[string]bool{}
-	for _, k := range allKeys() {
+	for _, k := range keys {
 		secret[k.name] = k.secret
 	}
 	var out []string

@@ -86,3 +86,161 @@ func TestRedacted_HidesSecrets(t *testing.T) {
 		t.Fatalf("redacted:\n%s", all)
 	}
 }
+
+// TestExample_CoversEveryKey keeps config.example.yaml in step with the
+// contract: every key has a commented example line, and the file names no
+// key that does not exist. Uncommented, its lines are valid values.
+func TestExample_CoversEveryKey(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "config.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "# ")
+		if !ok {
+			continue
+		}
+		name, val, ok := strings.Cut(rest, ":")
+		if !ok || strings.ContainsAny(name, " -") || name != strings.ToLower(name) {
+			continue // prose, not a key line
+		}
+		if !Known(strings.ToUpper(name)) {
+			t.Errorf("config.example.yaml names %q, which is not a setting", name)
+		}
+		if i := strings.Index(val, " #"); i >= 0 {
+			val = val[:i]
+		}
+		seen[strings.ToUpper(name)] = strings.TrimSpace(val)
+	}
+	for _, k := range Keys() {
+		if _, ok := seen[k.Name]; !ok {
+			t.Errorf("config.example.yaml has no line \"# %s: …\"; add one for the new key", strings.ToLower(k.Name))
+		}
+	}
+	// Each example value (but HERMES_HOME's, which is prose) is accepted by
+	// Load: the example does not teach a wrong format.
+	for name, val := range seen {
+		if name == "HERMES_HOME" || val == `""` {
+			continue
+		}
+		home := t.TempDir()
+		line := strings.ToLower(name) + ": " + val + "\n"
+		if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"HERMES_HOME": home}
+		switch name { // keys whose example needs its companions
+		case "TELEGRAM_WEBHOOK_URL":
+			env["TELEGRAM_WEBHOOK_LISTEN"], env["TELEGRAM_WEBHOOK_SECRET"] = "127.0.0.1:8443", "s"
+		}
+		if _, err := Load(lookup(env)); err != nil {
+			t.Errorf("example %q does not load: %v", strings.TrimSpace(line), err)
+		}
+	}
+}
+
+func TestLoad_DotEnv(t *testing.T) {
+	home := t.TempDir()
+	yaml := "hermes_model: from-yaml\nhermes_busy_policy: queue\n"
+	env := "# secrets\nexport OPENAI_API_KEY='sk-from-file'\nHERMES_MODEL=\"from \\\"env\\\" file\"\nOPENAI_BASE_URL=http://127.0.0.1:9/v1 # local\nHERMES_SYSTEM_PROMPT=\n"
+	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, EnvFile), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": home}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.ModelAPIKey, "sk-from-file"; got != want {
+		t.Errorf("OPENAI_API_KEY = %q, want %q (from .env)", got, want)
+	}
+	if got, want := c.Model, `from "env" file`; got != want {
+		t.Errorf("HERMES_MODEL = %q, want %q (.env wins over config.yaml)", got, want)
+	}
+	if got, want := c.ModelBaseURL, "http://127.0.0.1:9/v1"; got != want {
+		t.Errorf("OPENAI_BASE_URL = %q, want %q (comment stripped)", got, want)
+	}
+	if c.BusyPolicy != "queue" {
+		t.Errorf("busy policy %q, want queue from config.yaml", c.BusyPolicy)
+	}
+	// The real environment wins over .env.
+	c, err = Load(lookup(map[string]string{"HERMES_HOME": home, "OPENAI_API_KEY": "sk-real-env"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ModelAPIKey != "sk-real-env" {
+		t.Errorf("OPENAI_API_KEY = %q, want the environment's", c.ModelAPIKey)
+	}
+}
+
+func TestLoad_DotEnvErrorsNameTheLine(t *testing.T) {
+	for _, body := range []string{"NOT_A_SETTING=1\n", "\nHERMES_MODEL\n", "OPENAI_API_KEY='open\n", "HERMES_HOME=/elsewhere\n"} {
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, EnvFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(lookup(map[string]string{"HERMES_HOME": home}))
+		if err == nil || !strings.Contains(err.Error(), ".env") || !strings.Contains(err.Error(), "line ") {
+			t.Errorf(".env %q: err %v, want one naming the file and line", body, err)
+		}
+	}
+}
+
+func TestUpdate_SecretsGoToDotEnv(t *testing.T) {
+	home := t.TempDir()
+	existing := "# my settings\nhermes_busy_policy: queue # keep\nHERMES_MODEL: old\n"
+	if err := os.WriteFile(filepath.Join(home, ConfigFile), []byte(existing), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, EnvFile), []byte("# tokens\nHERMES_MODEL=shadow\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := Update(home, map[string]string{
+		"HERMES_MODEL": "new-model", "TELEGRAM_BOT_TOKEN": "123:secret value", "TELEGRAM_ALLOWED_USERS": "42,43",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ := os.ReadFile(filepath.Join(home, ConfigFile))
+	e, _ := os.ReadFile(filepath.Join(home, EnvFile))
+	if strings.Contains(string(y), "secret") {
+		t.Errorf("config.yaml holds a secret:\n%s", y)
+	}
+	for _, want := range []string{"# my settings", "# keep", "hermes_busy_policy: queue"} {
+		if !strings.Contains(string(y), want) {
+			t.Errorf("config.yaml lost %q:\n%s", want, y)
+		}
+	}
+	if !strings.Contains(string(e), "# tokens") || strings.Contains(string(e), "shadow") {
+		t.Errorf(".env should keep its comment and drop the HERMES_MODEL that would shadow config.yaml:\n%s", e)
+	}
+	for _, f := range []string{ConfigFile, EnvFile} {
+		fi, err := os.Stat(filepath.Join(home, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", f, fi.Mode().Perm())
+		}
+	}
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": home}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Model != "new-model" || c.TelegramToken != "123:secret value" || strings.Join(c.TelegramAllowed, ",") != "42,43" || c.BusyPolicy != "queue" {
+		t.Errorf("after Update: model %q token %q allowed %v busy %q", c.Model, c.TelegramToken, c.TelegramAllowed, c.BusyPolicy)
+	}
+	// An empty value removes the key.
+	if err := Update(home, map[string]string{"TELEGRAM_BOT_TOKEN": ""}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := Load(lookup(map[string]string{"HERMES_HOME": home})); c.TelegramToken != "" {
+		t.Errorf("token %q after removing it", c.TelegramToken)
+	}
+	if err := Update(home, map[string]string{"NO_SUCH": "x"}); err == nil {
+		t.Error("Update accepted an unknown key")
+	}
+}

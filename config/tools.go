@@ -265,11 +265,3 @@ func parseTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// allKeys is keys followed by toolKeys.
-func allKeys() []struct {
-	name, def string
-	secret    bool
-} {
-	return append(keys[:len(keys):len(keys)], toolKeys...)
-}

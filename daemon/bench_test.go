@@ -5,9 +5,10 @@ package daemon
 // Benchmarks of the actor runtime over the real SQLite store: the
 // persisted figures beside the in-memory ones of actors/bench_test.go,
 // whose shape this file follows (shared helpers: actors/actorstest). Each turn here writes the
-// user's message (Receive, before routing), the assistant's reply (the turn,
-// before the reply is sent) and the delivery record (the outbox, after the
-// send), each as a group-committed SQLite transaction.
+// accepted message (Receive, before routing), the outcome with the reply and
+// its outbox entry (the session, before the reply is sent) and the delivery
+// confirmation (the outbox, after the send), each a group-committed SQLite
+// transaction.
 
 import (
 	"context"

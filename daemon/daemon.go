@@ -37,6 +37,13 @@ type Options struct {
 	ExtraTools []tools.Tool
 	// ReplyTimeout bounds how long POST /api/chat waits; 0 means 2 minutes.
 	ReplyTimeout time.Duration
+	// Load re-reads the configuration for POST /api/reload (cmd/hermesd
+	// passes config.Load over the process environment); nil turns the
+	// endpoint off.
+	Load func() (config.Config, error)
+	// LogLevel, when set, is the level of the daemon's logger, which a
+	// reload changes live.
+	LogLevel *slog.LevelVar
 }
 
 // Daemon is a wired, running hermesd.
@@ -60,6 +67,9 @@ type Daemon struct {
 	srv *http.Server
 	// closers run in reverse order on Close (TTS pool, …).
 	closers []func()
+	opts    Options
+	// reload holds what a reload swaps (allowlists, TTS provider).
+	reload reloadState
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -74,7 +84,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, store: st, guard: &identity.Guard{Log: log}, obs: obs}
+	d := &Daemon{cfg: cfg, log: log, store: st, guard: &identity.Guard{Log: log}, obs: obs, opts: o}
+	d.reload.applied = cfg
 	fail := func(err error) (*Daemon, error) {
 		d.closeAll()
 		_ = st.Close()

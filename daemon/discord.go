@@ -5,18 +5,18 @@ import (
 
 	"github.com/hermesd/hermesd/messages"
 
-	"github.com/hermesd/hermesd/access"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/discord"
 	"github.com/hermesd/hermesd/stt"
 )
 
 // discordAdapter builds the Discord adapter when its token is set.
-func (d *Daemon) discordAdapter(gate *access.Gate, tr *stt.Client) ([]platforms.Adapter, error) {
+func (d *Daemon) discordAdapter(gate platforms.Gate, tr *stt.Client) ([]platforms.Adapter, error) {
 	if d.cfg.DiscordToken == "" {
 		return nil, nil
 	}
-	deps := discord.Deps{Gate: gate, Log: d.log.With("platform", "discord"), Dedup: d.store}
+	// The adapter adds platform=discord to its logger itself.
+	deps := discord.Deps{Gate: gate, Log: d.log, Dedup: inboxDedup{d.store}}
 	deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Discord)
 	if tr != nil {
 		deps.Transcriber = tr

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"sync"
@@ -169,21 +168,21 @@ func (d *Daemon) startMCP(reg *tools.Registry) error {
 	return d.mcp.start(d.rt.System(), reg)
 }
 
-// ReloadMCP re-reads mcp_servers from HERMES_HOME/config.yaml (SIGHUP does
-// this) and starts, stops or restarts servers to match; unchanged ones keep
-// running. An invalid list changes nothing.
-func (d *Daemon) ReloadMCP() error {
-	entries, err := config.ReadMCP(filepath.Join(d.cfg.Home, "config.yaml"))
-	if err != nil {
-		return fmt.Errorf("reload mcp servers: %w", err)
-	}
+// applyMCP makes the running MCP servers those of entries (a reload of
+// config.yaml: SIGHUP, hermesd reload, POST /api/reload): removed or
+// changed servers are stopped, new or changed ones started, unchanged ones
+// keep running. An invalid list changes nothing. It reports whether
+// anything changed.
+func (d *Daemon) applyMCP(entries []config.MCPServer) (bool, error) {
 	configs, err := d.mcpConfigs(entries)
 	if err != nil {
-		return fmt.Errorf("reload mcp servers: %w", err)
+		return false, fmt.Errorf("mcp servers: %w", err)
 	}
 	started, stopped, err := d.mcp.reload(configs)
-	d.log.Info("mcp servers reloaded", "started", started, "stopped", stopped, "err", err)
-	return err
+	if len(started)+len(stopped) > 0 || err != nil {
+		d.log.Info("mcp servers reloaded", "started", started, "stopped", stopped, "err", err)
+	}
+	return len(started)+len(stopped) > 0, err
 }
 
 // MCPStatus returns the health of every configured MCP server.

@@ -120,7 +120,8 @@ func (d *Daemon) Metrics() *metrics.Metrics {
 
 // instrument is deps.Instrument: one Clone of p with the tree's and the
 // metrics' options for kind.
-func (o *observation) instrument(kind string, p *actor.Props) *actor.Props {
+func (o *observation) instrument(k actors.Kind, p *actor.Props) *actor.Props {
+	kind := string(k)
 	o.optsMu.Lock()
 	opts, ok := o.opts[kind]
 	if !ok {

@@ -29,6 +29,12 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
 	}
+	// Read before Pending: a message accepted in between is pending then,
+	// or has a higher seq; never both missing and counted as seen.
+	last, err := p.st.LastAccepted(ctx, key)
+	if err != nil {
+		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
+	}
 	pending, err := p.st.Pending(ctx, key)
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
@@ -41,7 +47,7 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load history %s: %w", key, err)
 	}
-	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy, Conversation: rec.Conversation, Unsent: unsent}
+	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy, Conversation: rec.Conversation, Unsent: unsent, LastAccepted: last}
 	if st.Conversation == 0 {
 		st.Conversation = 1
 	}
@@ -121,3 +127,17 @@ func (p persistence) MarkDelivered(ctx context.Context, s messages.Session, r *m
 }
 
 func (p persistence) Owed(ctx context.Context) ([]string, error) { return p.st.Owed(ctx) }
+
+// inboxDedup is the platform adapters' dedup store: the inbox's claim
+// (store.Accept refuses a message id the session has, and the runtime
+// answers such a redelivery with nothing new) is the durable one, made in the
+// same transaction as the message itself. A second claim in the adapter
+// would cost two more writes per message and protect nothing more: a
+// redelivered update is at worst downloaded or transcribed again. Telegram's
+// offset cursor stays in the store.
+type inboxDedup struct{ *store.Store }
+
+// MarkSeen reports every id as new.
+func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) {
+	return true, nil
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hermesd/hermesd/access"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/telegram"
@@ -16,11 +15,9 @@ import (
 // gate (allowlists and pairing) and one transcriber.
 func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 	cfg := d.cfg
-	gate := access.New(d.store, map[messages.Platform][]string{
-		messages.Telegram: cfg.TelegramAllowed,
-		messages.Discord:  cfg.DiscordAllowed,
-	})
-	gate.Log = d.log
+	gate := &liveGate{} // a reload swaps the allowlists behind it
+	gate.g.Store(d.newGate(cfg))
+	d.reload.gate = gate
 	var tr *stt.Client
 	if cfg.STTProvider == "openai" {
 		tr = &stt.Client{BaseURL: cfg.STTBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.STTModel}
@@ -32,7 +29,8 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 		tc.APIURL = cfg.TelegramAPIURL
 		tc.WebhookURL, tc.WebhookSecret, tc.WebhookListen = cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret, cfg.TelegramWebhookListen
 		tc.RateLimit = cfg.TelegramRateLimit
-		deps := telegram.Deps{Gate: gate, Log: d.log.With("platform", "telegram"), Store: d.store}
+		// The adapter adds platform=telegram to its logger itself.
+		deps := telegram.Deps{Gate: gate, Log: d.log, Store: inboxDedup{d.store}}
 		deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Telegram)
 		if tr != nil {
 			deps.Transcriber = tr

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hermesd/hermesd/platforms/web"
 )
@@ -18,20 +20,35 @@ func (d *Daemon) routes() {
 	})
 	d.mux.HandleFunc("GET /readyz", d.handleReady)
 	d.mux.HandleFunc("GET /api/sessions", d.handleSessions)
+	d.mux.HandleFunc("POST /api/reload", d.handleReload)
 	d.mux.HandleFunc("GET /api/mcp", d.handleMCP)
 	d.inspectionRoutes()
 }
 
-// handleReady reports ready when the store answers and the runtime accepts
-// messages.
+// handleReady reports ready when the store takes a write, the runtime
+// accepts messages and every configured platform is connected (a platform
+// whose last poll got 401 is down, and so is hermesd for its users).
 func (d *Daemon) handleReady(w http.ResponseWriter, r *http.Request) {
-	if _, err := d.store.Session(r.Context(), "web:dm:readyz"); err != nil {
-		web.WriteError(w, http.StatusServiceUnavailable, "store", err.Error())
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	// A write, not a read: a full disk or a read-only file still reads.
+	if err := d.store.SetCursor(ctx, "hermesd:readyz", time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		web.WriteError(w, http.StatusServiceUnavailable, "store", "the store cannot write: "+err.Error())
 		return
 	}
 	if !d.rt.Accepting() {
 		web.WriteError(w, http.StatusServiceUnavailable, "shutting_down", "hermesd is shutting down")
 		return
+	}
+	for _, p := range d.obs.platforms() {
+		if p.ReportsHealth && !p.Connected {
+			msg := "platform " + p.Platform + " is not connected"
+			if p.LastError != "" {
+				msg += ": " + p.LastError
+			}
+			web.WriteError(w, http.StatusServiceUnavailable, "platform_down", msg)
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("ready\n"))

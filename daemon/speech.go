@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/tts"
@@ -15,23 +16,16 @@ import (
 // actor, which encodes each request for the platform in its envelope, as
 // that platform's adapter declared.
 func (d *Daemon) speech(deps *actors.Deps) error {
-	var p tts.Provider
-	switch d.cfg.TTSProvider {
-	case "none":
+	if d.cfg.TTSProvider == "none" {
 		return nil
-	case "espeak":
-		p = &tts.Espeak{Voice: d.cfg.TTSVoice}
-	case "openai":
-		p = &tts.OpenAI{BaseURL: d.cfg.TTSBaseURL, APIKey: d.cfg.ModelAPIKey, Voice: d.cfg.TTSVoice}
-	case "elevenlabs":
-		el := &tts.ElevenLabs{APIKey: d.cfg.ElevenLabsKey, Voice: d.cfg.TTSVoice}
-		if d.cfg.TTSBaseURL != "" {
-			el.BaseURL = d.cfg.TTSBaseURL
-		}
-		p = el
-	default:
-		return fmt.Errorf("HERMES_TTS_PROVIDER: unknown provider %q", d.cfg.TTSProvider)
 	}
+	first, err := ttsProvider(d.cfg)
+	if err != nil {
+		return err
+	}
+	p := &liveProvider{} // a reload swaps the provider and voice behind it
+	p.p.Store(&first)
+	d.reload.speaker = p
 	caps := make(map[messages.Platform]platforms.Capabilities, len(deps.Adapters))
 	for _, a := range deps.Adapters {
 		c := a.Capabilities()
@@ -61,4 +55,21 @@ func (d *Daemon) speech(deps *actors.Deps) error {
 	})
 	deps.TTS = props
 	return nil
+}
+
+// ttsProvider builds the provider cfg names.
+func ttsProvider(cfg config.Config) (tts.Provider, error) {
+	switch cfg.TTSProvider {
+	case "espeak":
+		return &tts.Espeak{Voice: cfg.TTSVoice}, nil
+	case "openai":
+		return &tts.OpenAI{BaseURL: cfg.TTSBaseURL, APIKey: cfg.ModelAPIKey, Voice: cfg.TTSVoice}, nil
+	case "elevenlabs":
+		el := &tts.ElevenLabs{APIKey: cfg.ElevenLabsKey, Voice: cfg.TTSVoice}
+		if cfg.TTSBaseURL != "" {
+			el.BaseURL = cfg.TTSBaseURL
+		}
+		return el, nil
+	}
+	return nil, fmt.Errorf("HERMES_TTS_PROVIDER: unknown provider %q", cfg.TTSProvider)
 }

@@ -3,10 +3,12 @@ package daemon
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/tools"
 	"github.com/hermesd/hermesd/tools/terminal"
 	"github.com/hermesd/hermesd/tools/web"
@@ -103,4 +105,33 @@ func (d *Daemon) terminalTool() (tools.Tool, error) {
 		Bwrap:           bwrap,
 		Network:         tc.TerminalNetwork,
 	}), nil
+}
+
+// toolSettings are the tools' settings as key → value, so a reload names a
+// changed one as needing a restart (only mcp_servers applies live).
+func toolSettings(t config.Tools) map[string]string {
+	allow := make([]string, len(t.WebAllow))
+	for i, p := range t.WebAllow {
+		allow[i] = p.String()
+	}
+	private := strings.Join(allow, ",")
+	if t.WebAllowPrivate {
+		private = "on"
+	}
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	return map[string]string{
+		"HERMES_WEB_ALLOW_PRIVATE": private, "HERMES_WEB_FETCH_TIMEOUT": t.FetchTimeout.String(),
+		"HERMES_WEB_FETCH_MAX_BYTES": strconv.FormatInt(t.FetchMaxBytes, 10),
+		"HERMES_WEB_SEARCH_PROVIDER": t.SearchProvider, "HERMES_WEB_SEARCH_URL": t.SearchURL,
+		"BRAVE_API_KEY": t.BraveKey, "TAVILY_API_KEY": t.TavilyKey,
+		"HERMES_WORKSPACE": onOff(t.Workspace), "HERMES_TERMINAL": onOff(t.Terminal),
+		"HERMES_TERMINAL_ALLOW": strings.Join(t.TerminalAllow, ","), "HERMES_TERMINAL_TIMEOUT": t.TerminalTimeout.String(),
+		"HERMES_TERMINAL_SANDBOX": t.TerminalSandbox, "HERMES_TERMINAL_NETWORK": onOff(t.TerminalNetwork),
+		"HERMES_APPROVAL_TIMEOUT": t.ApprovalTimeout.String(), "HERMES_MCP_TIMEOUT": t.MCPTimeout.String(),
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,10 +30,12 @@ import (
 // toolWorld is a daemon wired to fake Telegram, Discord and model servers on
 // loopback, with a model that calls whatever tool a message names.
 type toolWorld struct {
-	d     *daemon.Daemon
-	tg    *telegramtest.Server
-	dc    *discordtest.Server
-	model *modeltest.Server
+	d *daemon.Daemon
+	// lookup is the environment the daemon was configured from.
+	lookup func(string) (string, bool)
+	tg     *telegramtest.Server
+	dc     *discordtest.Server
+	model  *modeltest.Server
 }
 
 // toolCaller is the scripted model: a user message "call <tool> <json>"
@@ -93,7 +96,8 @@ func newToolWorldWith(t *testing.T, env map[string]string, o daemon.Options) *to
 	for k, v := range env {
 		all[k] = v
 	}
-	cfg, err := config.Load(func(k string) (string, bool) { v, ok := all[k]; return v, ok })
+	w.lookup = func(k string) (string, bool) { v, ok := all[k]; return v, ok }
+	cfg, err := config.Load(w.lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,6 +496,17 @@ func TestToolFaults_HugeResultAndPanickingApproval(t *testing.T) {
 	}
 }
 
+// reload re-reads the configuration and applies it, as SIGHUP does.
+func (w *toolWorld) reload(t *testing.T) ([]string, error) {
+	t.Helper()
+	cfg, err := config.Load(w.lookup)
+	if err != nil {
+		return nil, err
+	}
+	applied, _, err := w.d.Reload(cfg)
+	return applied, err
+}
+
 // TestMCP_Reload: rewriting config.yaml and reloading (what SIGHUP does)
 // stops a removed server (its tools leave the registry), starts a new one,
 // and keeps an unchanged one running; a broken list changes nothing.
@@ -524,8 +539,8 @@ func TestMCP_Reload(t *testing.T) {
 	since := w.d.MCPStatus()[1].Since
 
 	write(fmt.Sprintf("mcp_servers:\n  keep:\n    url: %q\n  fresh:\n    url: %q\n", srvA.URL, srvB.URL))
-	if err := w.d.ReloadMCP(); err != nil {
-		t.Fatal(err)
+	if applied, err := w.reload(t); err != nil || !slices.Contains(applied, "mcp_servers") {
+		t.Fatalf("reload applied %v, %v", applied, err)
 	}
 	waitUntil(t, "fresh and keep connected", connected("fresh", "keep"))
 	if got := w.d.MCPStatus()[1].Since; !got.Equal(since) {
@@ -541,7 +556,7 @@ func TestMCP_Reload(t *testing.T) {
 	}
 
 	write("mcp_servers:\n  broken:\n    args: [x]\n")
-	if err := w.d.ReloadMCP(); err == nil {
+	if _, err := w.reload(t); err == nil {
 		t.Fatal("a broken list was accepted")
 	}
 	if st := w.d.MCPStatus(); len(st) != 2 {

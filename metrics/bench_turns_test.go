@@ -25,10 +25,11 @@ import (
 )
 
 // observeLike instruments Props as daemon/observe.go does.
-func observeLike(m *metrics.Metrics, tree *inspect.Tree) func(kind string, p *actor.Props) *actor.Props {
+func observeLike(m *metrics.Metrics, tree *inspect.Tree) func(k actors.Kind, p *actor.Props) *actor.Props {
 	var mu sync.Mutex
 	byKind := make(map[string][]actor.PropsOption)
-	return func(kind string, p *actor.Props) *actor.Props {
+	return func(k actors.Kind, p *actor.Props) *actor.Props {
+		kind := string(k)
 		mu.Lock()
 		opts, ok := byKind[kind]
 		if !ok {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -73,7 +74,16 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logOut io.Writer = io.Discard
+	if p := os.Getenv("HERMESD_TEST_LOG"); p != "" { // a file to keep the daemon's log in, for debugging
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		logOut = f
+	}
+	log := slog.New(slog.NewTextHandler(logOut, nil))
 	w.d, err = daemon.New(context.Background(), cfg, log, daemon.Options{ExtraTools: []tools.Tool{startReviewTool(), crashTool()}})
 	if err != nil {
 		t.Fatal(err)

@@ -58,6 +58,17 @@ func (s *Store) Accept(ctx context.Context, key string, m *messages.UserMessage)
 	return uint64(seq), nil
 }
 
+// LastAccepted returns the highest inbox seq of session key (0 if none): a
+// session that loaded its pending messages knows that any message with a
+// seq up to this one was either among them or already settled.
+func (s *Store) LastAccepted(ctx context.Context, key string) (uint64, error) {
+	var seq int64
+	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM inbox WHERE session_key = ?`, []any{&seq}, key); err != nil {
+		return 0, fmt.Errorf("last accepted of %s: %w", key, err)
+	}
+	return uint64(seq), nil
+}
+
 // PendingInput is an accepted message that has no outcome yet.
 type PendingInput struct {
 	// Message is the envelope as accepted, with InboxSeq set.

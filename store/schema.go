@@ -166,6 +166,7 @@ CREATE TABLE inbox (
 	settled     INTEGER
 ) STRICT;
 CREATE INDEX inbox_pending ON inbox(session_key, seq) WHERE outcome = '';
+CREATE INDEX inbox_by_session ON inbox(session_key, seq);
 
 CREATE TABLE outbox (
 	session_key TEXT NOT NULL,

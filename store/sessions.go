@@ -115,8 +115,9 @@ func (s *Store) setSetting(ctx context.Context, key, column, value string) error
 
 // NewConversation starts the session's next conversation (/new) and returns
 // its number. Messages appended afterwards belong to it; History no longer
-// shows the earlier ones, and Search still finds them. Pending inputs of the
-// session are cancelled.
+// shows the earlier ones, and Search still finds them. Pending inputs keep
+// their place: the session settles them (it alone knows which of them it
+// answered already).
 func (s *Store) NewConversation(ctx context.Context, key string) (int64, error) {
 	sess, err := parseKey(key)
 	if err != nil {
@@ -125,11 +126,6 @@ func (s *Store) NewConversation(ctx context.Context, key string) (int64, error) 
 	now := ms(s.now())
 	var conv int64
 	err = s.write(ctx, 1, func(x *wtx) error {
-		// What the old conversation still owed is cancelled with it, in the
-		// same transaction: after a crash it is not answered in the new one.
-		if _, err := x.exec(`UPDATE inbox SET outcome = 'cancelled', settled = ? WHERE session_key = ? AND outcome = ''`, now, key); err != nil {
-			return err
-		}
 		return x.queryRow(`INSERT INTO sessions(key, platform, created, last_active, conversation) VALUES (?, ?, ?, ?, 2)
 			ON CONFLICT(key) DO UPDATE SET conversation = conversation + 1,
 			last_active = max(last_active, excluded.last_active)

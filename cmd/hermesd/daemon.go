@@ -32,20 +32,45 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer, env func(st
 		fmt.Fprintln(stderr, "configuration ok")
 		return nil
 	}
-	log := newLogger(stderr, cfg.LogLevel)
+	level := new(slog.LevelVar)
+	level.Set(daemon.ParseLevel(cfg.LogLevel))
+	log := newLogger(stderr, cfg, level)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HERMES_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
-	d, err := daemon.New(ctx, cfg, log, daemon.Options{})
+	load := func() (config.Config, error) { return config.Load(env) }
+	d, err := daemon.New(ctx, cfg, log, daemon.Options{Load: load, LogLevel: level})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	log.Info("hermesd started", "version", versionString(), "home", cfg.Home, "model", modelLabel(cfg),
 		"telegram", cfg.TelegramToken != "", "discord", cfg.DiscordToken != "", "tts", cfg.TTSProvider, "stt", cfg.STTProvider)
-	stopHUP := reloadOnHUP(ctx, d, log)
-	defer stopHUP()
+
+	// SIGHUP re-reads config.yaml, .env and the environment and applies
+	// what can change live (as POST /api/reload does).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Info("SIGHUP: reloading the configuration")
+				next, err := load()
+				if err != nil {
+					log.Error("reload: the configuration does not load; keeping the running one", "err", err)
+					continue
+				}
+				if _, _, err := d.Reload(next); err != nil {
+					log.Error("reload failed", "err", err)
+				}
+			}
+		}
+	}()
 	return d.Serve(ctx, ln)
 }
 
@@ -54,44 +79,4 @@ func modelLabel(cfg config.Config) string {
 		return "offline assistant"
 	}
 	return cfg.Model
-}
-
-// newLogger logs one line per event to w, as text.
-func newLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	switch level {
-	case "debug":
-		l = slog.LevelDebug
-	case "warn":
-		l = slog.LevelWarn
-	case "error":
-		l = slog.LevelError
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
-}
-
-// reloadOnHUP re-reads the MCP server list on SIGHUP until ctx ends or the
-// returned function is called.
-func reloadOnHUP(ctx context.Context, d *daemon.Daemon, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-hup:
-				if err := d.ReloadMCP(); err != nil {
-					log.Error("SIGHUP: reload MCP servers", "err", err)
-				}
-			case <-ctx.Done():
-				return
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(hup)
-		close(done)
-	}
 }

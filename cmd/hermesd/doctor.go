@@ -2,21 +2,50 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/store"
+	"github.com/hermesd/hermesd/tts"
 )
 
-// doctor reports what is installed and configured, and what to do about
-// anything missing. It fails only when the daemon could not start.
-func doctor(ctx context.Context, w io.Writer, env func(string) (string, bool)) error {
+const doctorUsage = `Usage: hermesd doctor [-offline] [-timeout d]
+
+Checks the installation and the configuration, and probes what they name:
+the model endpoint (GET /models), each configured platform's identity
+(Telegram getMe, Discord /users/@me), and the speech tools (espeak-ng speaks,
+lame encodes). Every ✗ line says what to do. It exits 1 when a check fails.
+
+  -offline     skip the network probes (tools and the store are still checked)
+  -timeout d   how long one probe may take (default 10s)
+
+Examples:
+  hermesd doctor
+  hermesd doctor -offline
+`
+
+// doctor reports what is installed and configured, probes it, and says what
+// to do about anything that fails. It fails when any check fails.
+func doctor(ctx context.Context, args []string, w io.Writer, env func(string) (string, bool)) error {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), doctorUsage) }
+	offline := fs.Bool("offline", false, "skip the network probes")
+	timeout := fs.Duration("timeout", probeTimeout, "how long one probe may take")
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("doctor takes no arguments, got %q", fs.Args())}
+	}
 	fmt.Fprintln(w, versionString())
 	cfg, err := config.Load(env)
 	if err != nil {
@@ -27,56 +56,90 @@ func doctor(ctx context.Context, w io.Writer, env func(string) (string, bool)) e
 	for _, l := range cfg.Redacted() {
 		fmt.Fprintln(w, "    "+l)
 	}
-	failed := false
+	failed := 0
+	fail := func(format string, args ...any) {
+		failed++
+		fmt.Fprintf(w, "✗ "+format+"\n", args...)
+	}
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
-		fmt.Fprintf(w, "✗ HERMES_HOME %s: %v\n", cfg.Home, err)
-		failed = true
+		fail("HERMES_HOME %s: %v", cfg.Home, err)
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		st, err := store.Open(sctx, filepath.Join(cfg.Home, "hermesd.db"))
 		cancel()
 		if err != nil {
-			fmt.Fprintf(w, "✗ store: %v\n", err)
-			failed = true
+			fail("store: %v", err)
 		} else {
 			fmt.Fprintf(w, "✓ store %s opens (schema v%d)\n", filepath.Join(cfg.Home, "hermesd.db"), store.SchemaVersion())
 			st.Close()
 		}
 	}
-	for _, t := range []struct{ bin, pkg, why string }{
-		{"espeak-ng", "espeak-ng", "offline speech (HERMES_TTS_PROVIDER=espeak)"},
-		{"lame", "lame", "MP3 voice replies for the web chat"},
-		{"opusinfo", "opus-tools", "optional: only the tests use it"},
-	} {
-		if p, err := exec.LookPath(t.bin); err == nil {
-			fmt.Fprintf(w, "✓ %s (%s) for %s\n", t.bin, p, t.why)
-		} else {
-			fmt.Fprintf(w, "✗ %s is missing, needed for %s: apt-get install %s\n", t.bin, t.why, t.pkg)
+
+	p := newProber(*timeout)
+	failed += doctorSpeech(ctx, w, p, cfg)
+	if _, err := exec.LookPath("opusinfo"); err == nil {
+		fmt.Fprintln(w, "✓ opusinfo (opus-tools): only the tests use it")
+	} else {
+		fmt.Fprintln(w, "• opusinfo is missing: only the tests use it (apt-get install opus-tools)")
+	}
+
+	if *offline {
+		fmt.Fprintln(w, "• network probes skipped (-offline)")
+	}
+	switch {
+	case cfg.Offline():
+		fmt.Fprintln(w, "• model: the offline assistant (set OPENAI_BASE_URL, OPENAI_API_KEY, HERMES_MODEL for a real model)")
+	case *offline:
+		fmt.Fprintf(w, "• model: %s at %s (not probed)\n", cfg.Model, cfg.ModelBaseURL)
+	default:
+		models, err := p.Models(ctx, cfg.ModelBaseURL, cfg.ModelAPIKey)
+		switch {
+		case err != nil:
+			fail("model endpoint %s: %v", cfg.ModelBaseURL, err)
+		case len(models) > 0 && !slices.Contains(models, cfg.Model):
+			fail("model endpoint %s answers, but has no model %q (HERMES_MODEL); it has: %s", cfg.ModelBaseURL, cfg.Model, listSome(models, 10))
+		default:
+			fmt.Fprintf(w, "✓ model endpoint %s answers; model %s (%d models listed)\n", cfg.ModelBaseURL, cfg.Model, len(models))
 		}
 	}
-	if cfg.Offline() {
-		fmt.Fprintln(w, "• model: the offline assistant (set OPENAI_BASE_URL, OPENAI_API_KEY, HERMES_MODEL for a real model)")
-	} else {
-		fmt.Fprintf(w, "• model: %s at %s\n", cfg.Model, cfg.ModelBaseURL)
-	}
-	for _, p := range []struct {
+
+	type platformCheck struct {
 		name, token string
 		allowed     []string
-	}{{"telegram", cfg.TelegramToken, cfg.TelegramAllowed}, {"discord", cfg.DiscordToken, cfg.DiscordAllowed}} {
-		if p.token == "" {
-			fmt.Fprintf(w, "• %s: not configured (token unset)\n", p.name)
+		probe       func() (string, error)
+	}
+	for _, pc := range []platformCheck{
+		{"telegram", cfg.TelegramToken, cfg.TelegramAllowed, func() (string, error) {
+			n, err := p.TelegramBot(ctx, cfg.TelegramAPIURL, cfg.TelegramToken)
+			return "@" + n, err
+		}},
+		{"discord", cfg.DiscordToken, cfg.DiscordAllowed, func() (string, error) {
+			return p.DiscordBot(ctx, cfg.DiscordAPIURL, cfg.DiscordToken)
+		}},
+	} {
+		if pc.token == "" {
+			fmt.Fprintf(w, "• %s: not configured (token unset)\n", pc.name)
 			continue
 		}
 		who := "pairing only"
-		if len(p.allowed) > 0 {
-			who = "allowed: " + strings.Join(p.allowed, ",")
+		if len(pc.allowed) > 0 {
+			who = "allowed: " + strings.Join(pc.allowed, ",")
 		}
-		fmt.Fprintf(w, "✓ %s: configured (%s)\n", p.name, who)
+		if *offline {
+			fmt.Fprintf(w, "• %s: configured (%s), token not probed\n", pc.name, who)
+			continue
+		}
+		name, err := pc.probe()
+		if err != nil {
+			fail("%s: %v", pc.name, err)
+			continue
+		}
+		fmt.Fprintf(w, "✓ %s: the token works: bot %s (%s)\n", pc.name, name, who)
 	}
 	fmt.Fprintf(w, "• web chat: http://%s/\n", cfg.HTTPAddr)
 	doctorTools(w, cfg.Tools)
-	if failed {
-		return fmt.Errorf("hermesd cannot start; see the ✗ lines")
+	if failed > 0 {
+		return fmt.Errorf("%d check(s) failed; see the ✗ lines", failed)
 	}
 	return nil
 }
@@ -119,4 +182,48 @@ func doctorTools(w io.Writer, t config.Tools) {
 		}
 		fmt.Fprintf(w, "✓ MCP server %s (%s); its health: GET /api/mcp on the running daemon\n", s.Name, what)
 	}
+}
+
+// doctorSpeech checks espeak-ng (when it is the TTS provider) by speaking,
+// and lame by encoding; it returns how many checks failed.
+func doctorSpeech(ctx context.Context, w io.Writer, p *prober, cfg config.Config) int {
+	failed := 0
+	pcm := tts.PCM{Samples: make([]int16, 1600), Rate: 16000} // 0.1 s of silence
+
+	if cfg.TTSProvider == "espeak" {
+		if _, err := exec.LookPath("espeak-ng"); err != nil {
+			fmt.Fprintln(w, "✗ espeak-ng is missing, needed for offline speech (HERMES_TTS_PROVIDER=espeak): apt-get install espeak-ng")
+			failed++
+		} else if out, err := p.Espeak(ctx, cfg.TTSVoice); err != nil {
+			fmt.Fprintf(w, "✗ espeak-ng is installed but does not speak: %v\n", err)
+			failed++
+		} else {
+			pcm = out
+			fmt.Fprintln(w, "✓ espeak-ng speaks (offline speech, HERMES_TTS_PROVIDER=espeak)")
+		}
+	} else {
+		fmt.Fprintf(w, "• espeak-ng not used (HERMES_TTS_PROVIDER=%s)\n", cfg.TTSProvider)
+	}
+	if cfg.TTSProvider == "none" {
+		fmt.Fprintln(w, "• lame not used (HERMES_TTS_PROVIDER=none)")
+		return failed
+	}
+	if _, err := exec.LookPath("lame"); err != nil {
+		fmt.Fprintln(w, "✗ lame is missing, needed for MP3 voice replies in the web chat: apt-get install lame")
+		return failed + 1
+	}
+	if err := p.Lame(ctx, pcm); err != nil {
+		fmt.Fprintf(w, "✗ lame is installed but does not encode: %v\n", err)
+		return failed + 1
+	}
+	fmt.Fprintln(w, "✓ lame encodes MP3 (voice replies in the web chat)")
+	return failed
+}
+
+// listSome joins the first n of list, saying how many more there are.
+func listSome(list []string, n int) string {
+	if len(list) <= n {
+		return strings.Join(list, ", ")
+	}
+	return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
 }

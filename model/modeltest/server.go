@@ -201,7 +201,11 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
+	if s.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeError(w, &model.APIError{Status: http.StatusUnauthorized, Message: "Incorrect API key provided."})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"object": "list",
 		"data":   []map[string]any{{"id": "modeltest", "object": "model", "owned_by": "modeltest"}},

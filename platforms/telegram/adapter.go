@@ -424,6 +424,10 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 	return err
 }
 
+// TokenHint says how to fix a token Telegram rejects; it is part of every
+// rejection error, so the log, `hermesd status` and `hermesd doctor` say it.
+const TokenHint = "create a token with @BotFather, set TELEGRAM_BOT_TOKEN"
+
 // identify calls getMe until it works: mentions in groups need the bot's
 // username. A rejected token ends Run.
 func (a *Adapter) identify(ctx context.Context) error {
@@ -438,7 +442,9 @@ func (a *Adapter) identify(ctx context.Context) error {
 			return nil
 		}
 		if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
-			return fmt.Errorf("telegram: getMe: the token was rejected: %w", err)
+			err = fmt.Errorf("telegram: getMe: the token was rejected (%s): %w", TokenHint, err)
+			a.noteError(err) // status and /readyz show why the platform is down
+			return err
 		}
 		a.noteError(err)
 		a.log.Warn("telegram getMe failed; retrying", "err", err)

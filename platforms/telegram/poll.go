@@ -159,6 +159,9 @@ func (a *Adapter) runPolling(ctx context.Context, p *pipeline) error {
 	}()
 
 	a.log.Info("telegram polling", "offset", start+1)
+	// getMe just worked: connected until a poll fails, not only once the
+	// first long poll returns (which takes up to PollTimeout when idle).
+	a.setConnected(true)
 	a.markReady()
 	back := newBackoff(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
@@ -226,7 +229,9 @@ func (a *Adapter) pollFailed(ctx context.Context, err error, back *backoff) erro
 	a.noteError(err)
 	switch {
 	case errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound):
-		return fmt.Errorf("telegram: getUpdates: the token was rejected: %w", err)
+		err = fmt.Errorf("telegram: getUpdates: the token was rejected (%s): %w", TokenHint, err)
+		a.noteError(err)
+		return err
 	case errors.Is(err, bot.ErrorConflict):
 		a.log.Error("telegram: getUpdates conflict: another instance is polling this bot, or a webhook is set", "err", err)
 		if strings.Contains(err.Error(), "webhook") {
@@ -261,7 +266,9 @@ func (a *Adapter) retryUntil(ctx context.Context, what string, fn func(context.C
 			return nil
 		}
 		if errors.Is(err, bot.ErrorUnauthorized) {
-			return fmt.Errorf("telegram: %s: the token was rejected: %w", what, err)
+			err = fmt.Errorf("telegram: %s: the token was rejected (%s): %w", what, TokenHint, err)
+			a.noteError(err)
+			return err
 		}
 		a.noteError(err)
 		a.log.Warn("telegram: "+what+" failed; retrying", "err", err)
