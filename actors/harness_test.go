@@ -60,12 +60,12 @@ func newRecorder(p messages.Platform) *recorder {
 	return &recorder{platform: p, notify: make(chan struct{}, 1), ready: make(chan struct{})}
 }
 
-func (r *recorder) Capabilities() platforms.Capabilities {
+func (r *recorder) Capabilities() messages.Capabilities {
 	f := messages.FormatMP3
 	if r.platform != messages.Web {
 		f = messages.FormatOggOpus
 	}
-	return platforms.Capabilities{Platform: r.platform, VoiceFormat: f, VoiceNotes: r.platform != messages.Web}
+	return messages.Capabilities{Platform: r.platform, VoiceFormat: f, VoiceNotes: r.platform != messages.Web}
 }
 
 func (r *recorder) Run(ctx context.Context, in platforms.Inbound) error {

@@ -41,10 +41,28 @@ type Config struct {
 	TelegramWebhookSecret string
 	TelegramWebhookListen string
 	TelegramRateLimit     bool
+	// TelegramRequireMention: in groups, answer only messages that mention
+	// the bot, reply to it or are commands; TelegramFreeResponseChats are
+	// group chat ids answered without that.
+	TelegramRequireMention    bool
+	TelegramFreeResponseChats []string
+	// TelegramGroupSessionsPerUser gives each member of a group their own
+	// conversation; off, the whole group shares one.
+	TelegramGroupSessionsPerUser bool
 
 	DiscordToken   string
 	DiscordAPIURL  string
 	DiscordAllowed []string
+	// DiscordRequireMention: in guild channels, answer only messages that
+	// mention the bot or reply to it (and threads the bot started);
+	// DiscordFreeResponseChannels are channel ids answered without that.
+	DiscordRequireMention       bool
+	DiscordFreeResponseChannels []string
+	// DiscordAutoThread answers an addressed guild message in a new thread
+	// started from it, except in DiscordNoThreadChannels.
+	DiscordAutoThread           bool
+	DiscordNoThreadChannels     []string
+	DiscordGroupSessionsPerUser bool
 
 	TTSProvider   string
 	TTSBaseURL    string
@@ -94,9 +112,17 @@ var keys = append([]struct {
 	{"TELEGRAM_WEBHOOK_SECRET", "", true},
 	{"TELEGRAM_WEBHOOK_LISTEN", "", false},
 	{"TELEGRAM_RATE_LIMIT", "on", false},
+	{"TELEGRAM_REQUIRE_MENTION", "on", false},
+	{"TELEGRAM_FREE_RESPONSE_CHATS", "", false},
+	{"TELEGRAM_GROUP_SESSIONS_PER_USER", "on", false},
 	{"DISCORD_BOT_TOKEN", "", true},
 	{"DISCORD_API_URL", "https://discord.com", false},
 	{"DISCORD_ALLOWED_USERS", "", false},
+	{"DISCORD_REQUIRE_MENTION", "on", false},
+	{"DISCORD_FREE_RESPONSE_CHANNELS", "", false},
+	{"DISCORD_AUTO_THREAD", "off", false},
+	{"DISCORD_NO_THREAD_CHANNELS", "", false},
+	{"DISCORD_GROUP_SESSIONS_PER_USER", "on", false},
 	{"HERMES_TTS_PROVIDER", "espeak", false},
 	{"HERMES_TTS_BASE_URL", "", false},
 	{"HERMES_TTS_VOICE", "", false},
@@ -254,6 +280,30 @@ func parse(v map[string]string) (Config, error) {
 		}
 		return n
 	}
+	// flag reads a switch: on/off as the contract spells it, and the
+	// true/false a YAML boolean or a Hermes-style variable gives.
+	flag := func(key string) bool {
+		switch strings.ToLower(strings.TrimSpace(v[key])) {
+		case "on", "true", "yes", "1":
+			return true
+		case "off", "false", "no", "0":
+			return false
+		}
+		bad(key, "want on or off, got %q", v[key])
+		return false
+	}
+	// ids reads a list of numeric chat or channel ids (Telegram group ids
+	// are negative), so a typo is an error rather than a switch that
+	// silently never matches.
+	ids := func(key string) []string {
+		out := list(v[key])
+		for _, id := range out {
+			if _, err := strconv.ParseInt(id, 10, 64); err != nil {
+				bad(key, "want a comma-separated list of numeric ids, got %q", id)
+			}
+		}
+		return out
+	}
 	urlOf := func(key string) string {
 		s := strings.TrimRight(v[key], "/")
 		if s == "" {
@@ -295,9 +345,19 @@ func parse(v map[string]string) (Config, error) {
 		TelegramWebhookListen: v["TELEGRAM_WEBHOOK_LISTEN"],
 		TelegramRateLimit:     oneOf("TELEGRAM_RATE_LIMIT", "on", "off") != "off",
 
+		TelegramRequireMention:       flag("TELEGRAM_REQUIRE_MENTION"),
+		TelegramFreeResponseChats:    ids("TELEGRAM_FREE_RESPONSE_CHATS"),
+		TelegramGroupSessionsPerUser: flag("TELEGRAM_GROUP_SESSIONS_PER_USER"),
+
 		DiscordToken:   v["DISCORD_BOT_TOKEN"],
 		DiscordAPIURL:  urlOf("DISCORD_API_URL"),
 		DiscordAllowed: list(v["DISCORD_ALLOWED_USERS"]),
+
+		DiscordRequireMention:       flag("DISCORD_REQUIRE_MENTION"),
+		DiscordFreeResponseChannels: ids("DISCORD_FREE_RESPONSE_CHANNELS"),
+		DiscordAutoThread:           flag("DISCORD_AUTO_THREAD"),
+		DiscordNoThreadChannels:     ids("DISCORD_NO_THREAD_CHANNELS"),
+		DiscordGroupSessionsPerUser: flag("DISCORD_GROUP_SESSIONS_PER_USER"),
 
 		TTSProvider:   oneOf("HERMES_TTS_PROVIDER", "espeak", "openai", "elevenlabs", "none"),
 		TTSBaseURL:    urlOf("HERMES_TTS_BASE_URL"),
@@ -384,6 +444,15 @@ func (c Config) Redacted() []string {
 		"DISCORD_BOT_TOKEN": c.DiscordToken, "DISCORD_API_URL": c.DiscordAPIURL,
 		"HERMES_TTS_PROVIDER": c.TTSProvider, "ELEVENLABS_API_KEY": c.ElevenLabsKey,
 		"HERMES_STT_PROVIDER": c.STTProvider, "HERMES_BUSY_POLICY": c.BusyPolicy,
+		// The group switches, so doctor shows why a group is (not) answered.
+		"TELEGRAM_REQUIRE_MENTION":         onOff(c.TelegramRequireMention),
+		"TELEGRAM_FREE_RESPONSE_CHATS":     strings.Join(c.TelegramFreeResponseChats, ","),
+		"TELEGRAM_GROUP_SESSIONS_PER_USER": onOff(c.TelegramGroupSessionsPerUser),
+		"DISCORD_REQUIRE_MENTION":          onOff(c.DiscordRequireMention),
+		"DISCORD_FREE_RESPONSE_CHANNELS":   strings.Join(c.DiscordFreeResponseChannels, ","),
+		"DISCORD_AUTO_THREAD":              onOff(c.DiscordAutoThread),
+		"DISCORD_NO_THREAD_CHANNELS":       strings.Join(c.DiscordNoThreadChannels, ","),
+		"DISCORD_GROUP_SESSIONS_PER_USER":  onOff(c.DiscordGroupSessionsPerUser),
 	}
 	secret := map[string]bool{}
 	for _, k := range keys {
@@ -398,6 +467,13 @@ func (c Config) Redacted() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 func list(s string) []string {

@@ -84,6 +84,9 @@ func (j jobClaimer) Claim(ctx context.Context, now time.Time) ([]*messages.Sched
 	}
 	var fired []*messages.ScheduledFire
 	for _, job := range due {
+		if ctx.Err() != nil {
+			break // the rest stay due: the next tick claims them
+		}
 		var next *time.Time
 		// Rebuild the schedule as of its creation, as the tool parsed it.
 		sched, perr := schedule.Parse(job.Schedule, job.Created, j.loc)
@@ -94,7 +97,10 @@ func (j jobClaimer) Claim(ctx context.Context, now time.Time) ([]*messages.Sched
 				next = &n
 			}
 		}
-		if err := j.st.MarkJobRun(ctx, job.ID, now, next); err != nil {
+		// The claim waits for its commit even past ctx: a write abandoned on
+		// a deadline may still commit, and a job marked run that is not
+		// fired is a lost run.
+		if err := j.st.MarkJobRun(context.WithoutCancel(ctx), job.ID, now, next); err != nil {
 			if errors.Is(err, store.ErrJobNotDue) || errors.Is(err, store.ErrNotFound) {
 				continue // claimed elsewhere, or removed meanwhile
 			}

@@ -21,7 +21,16 @@ func (d *Daemon) discordAdapter(gate platforms.Gate, tr *stt.Client) ([]platform
 	if tr != nil {
 		deps.Transcriber = tr
 	}
-	a, err := discord.New(discord.Config{Token: d.cfg.DiscordToken, APIURL: d.cfg.DiscordAPIURL}, deps)
+	requireMention := d.cfg.DiscordRequireMention
+	a, err := discord.New(discord.Config{
+		Token:                 d.cfg.DiscordToken,
+		APIURL:                d.cfg.DiscordAPIURL,
+		RequireMention:        &requireMention,
+		FreeResponseChannels:  d.cfg.DiscordFreeResponseChannels,
+		AutoThread:            d.cfg.DiscordAutoThread,
+		NoThreadChannels:      d.cfg.DiscordNoThreadChannels,
+		SharedChannelSessions: !d.cfg.DiscordGroupSessionsPerUser,
+	}, deps)
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}

@@ -6,9 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"regexp"
-	"runtime"
-
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -271,6 +270,14 @@ func TestInspection_ActorTreeShowsRunningTurnAndToolThenForgetsThem(t *testing.T
 	sess, turn, tool := byKind["session"], byKind["turn"], byKind["tool"]
 	if sub.Total != 3 || sess.ID == "" || turn.Parent != sess.ID || tool.Parent != turn.ID {
 		t.Fatalf("subtree of %s: %+v; want session → turn → tool", key, sub)
+	}
+	// The id shapes docs/metrics.md shows: a router shard sessions-<i>, the
+	// session named by its key under it, turn-<n>, tool-<n>.
+	idShape := regexp.MustCompile(`^(sessions-[0-9]+)/` + regexp.QuoteMeta(key) + `$`)
+	if m := idShape.FindStringSubmatch(sess.ID); m == nil || sess.Parent != m[1] ||
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(sess.ID)+`/turn-[0-9]+$`).MatchString(turn.ID) ||
+		!regexp.MustCompile(`^`+regexp.QuoteMeta(turn.ID)+`/tool-[0-9]+$`).MatchString(tool.ID) {
+		t.Fatalf("ids %q (parent %q) → %q → %q: not the shape docs/metrics.md documents", sess.ID, sess.Parent, turn.ID, tool.ID)
 	}
 	// The session list shows it busy, with the turn and tool nested.
 	var sessions actorPage

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hermesd/hermesd/messages"
@@ -29,6 +30,15 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 		tc.APIURL = cfg.TelegramAPIURL
 		tc.WebhookURL, tc.WebhookSecret, tc.WebhookListen = cfg.TelegramWebhookURL, cfg.TelegramWebhookSecret, cfg.TelegramWebhookListen
 		tc.RateLimit = cfg.TelegramRateLimit
+		tc.RequireMentionInGroups = cfg.TelegramRequireMention
+		tc.SharedGroupSessions = !cfg.TelegramGroupSessionsPerUser
+		for _, id := range cfg.TelegramFreeResponseChats {
+			n, err := strconv.ParseInt(id, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("telegram: free-response chat %q: %w", id, err)
+			}
+			tc.FreeResponseChats = append(tc.FreeResponseChats, n)
+		}
 		// The adapter adds platform=telegram to its logger itself.
 		deps := telegram.Deps{Gate: gate, Log: d.log, Store: inboxDedup{d.store}}
 		deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Telegram)

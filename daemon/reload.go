@@ -194,6 +194,14 @@ func settingsOf(c config.Config) map[string]string {
 		"HERMES_HISTORY_LIMIT": strconv.Itoa(c.HistoryLimit), "HERMES_MAX_TOOL_ROUNDS": strconv.Itoa(c.MaxToolRounds),
 		"HERMES_TURN_TIMEOUT": d(c.TurnTimeout), "HERMES_SHUTDOWN_GRACE": d(c.ShutdownGrace),
 		"HERMES_REVIEW_EVERY": strconv.Itoa(c.ReviewEvery), "HERMES_SWEEP_EVERY": strconv.Itoa(c.SweepEvery),
+		"TELEGRAM_REQUIRE_MENTION":         strconv.FormatBool(c.TelegramRequireMention),
+		"TELEGRAM_FREE_RESPONSE_CHATS":     strings.Join(c.TelegramFreeResponseChats, ","),
+		"TELEGRAM_GROUP_SESSIONS_PER_USER": strconv.FormatBool(c.TelegramGroupSessionsPerUser),
+		"DISCORD_REQUIRE_MENTION":          strconv.FormatBool(c.DiscordRequireMention),
+		"DISCORD_FREE_RESPONSE_CHANNELS":   strings.Join(c.DiscordFreeResponseChannels, ","),
+		"DISCORD_AUTO_THREAD":              strconv.FormatBool(c.DiscordAutoThread),
+		"DISCORD_NO_THREAD_CHANNELS":       strings.Join(c.DiscordNoThreadChannels, ","),
+		"DISCORD_GROUP_SESSIONS_PER_USER":  strconv.FormatBool(c.DiscordGroupSessionsPerUser),
 	}
 	for k, v := range toolSettings(c.Tools) {
 		m[k] = v

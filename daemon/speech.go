@@ -8,7 +8,6 @@ import (
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/messages"
-	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/tts"
 )
 
@@ -26,20 +25,20 @@ func (d *Daemon) speech(deps *actors.Deps) error {
 	p := &liveProvider{} // a reload swaps the provider and voice behind it
 	p.p.Store(&first)
 	d.reload.speaker = p
-	caps := make(map[messages.Platform]platforms.Capabilities, len(deps.Adapters))
+	caps := make(map[messages.Platform]messages.Capabilities, len(deps.Adapters))
 	for _, a := range deps.Adapters {
 		c := a.Capabilities()
 		caps[c.Platform] = c
 	}
 	props, pool, err := tts.NewActor(tts.ActorConfig{
 		Speaker: &tts.Synthesizer{Provider: p, Log: d.log},
-		Capabilities: func(pl messages.Platform) (platforms.Capabilities, bool) {
+		Capabilities: func(pl messages.Platform) (messages.Capabilities, bool) {
 			c, ok := caps[pl]
 			return c, ok
 		},
 		Guard: d.guard,
 		Log:   d.log.With("actor", "tts"),
-		Observe: func(platform, format string, took time.Duration, err error) {
+		Observe: func(platform messages.Platform, format messages.AudioFormat, took time.Duration, err error) {
 			if m := d.Metrics(); m != nil {
 				m.TTS(platform, format, took, err)
 			}

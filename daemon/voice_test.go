@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/daemon"
-	"github.com/hermesd/hermesd/tts"
 )
 
 // TestWebChat_SayProducesPlayableMP3: the offline assistant speaks through
@@ -36,8 +36,8 @@ func TestWebChat_SayProducesPlayableMP3(t *testing.T) {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "audio/mpeg" || tts.Sniff(b) != tts.ContainerMP3 {
-		t.Fatalf("media: %s %q, %d bytes sniffed as %v", res.Status, res.Header.Get("Content-Type"), len(b), tts.Sniff(b))
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "audio/mpeg" || audio.Sniff(b) != audio.ContainerMP3 {
+		t.Fatalf("media: %s %q, %d bytes sniffed as %v", res.Status, res.Header.Get("Content-Type"), len(b), audio.Sniff(b))
 	}
 	// /voice tts: every reply is spoken, exactly once.
 	r.chat(t, "voicy", "/voice tts")

@@ -14,21 +14,23 @@ import (
 
 // fill registers sessions fake session actors, as a daemon with that many
 // live conversations would hold; every tenth is busy with a turn running a
-// tool. It returns the records, to remove them again.
+// tool. The ids have the runtime's shape (router shard sessions-0, session
+// named by its key, turn-N, tool-N), so what the API does with real ids is
+// what is measured. It returns the records, to remove them again.
 func fill(t *Tree, sessions int) []*record {
 	now := time.Now().UnixNano()
 	var recs []*record
 	for i := range sessions {
 		key := fmt.Sprintf("web:dm:user-%06d", i)
-		s := &record{kind: t.kind("session"), id: "sessions/" + key, parent: "sessions", session: key, started: now}
+		s := &record{kind: t.kind("session"), id: "sessions-0/" + key, parent: "sessions-0", session: key, started: now}
 		recs = append(recs, s)
 		if i%10 == 0 {
-			turn := &record{kind: t.kind("turn"), id: s.id + "/$" + fmt.Sprint(2*i+1), parent: s.id, session: key, started: now}
-			tool := &record{kind: t.kind("tool"), id: turn.id + "/$" + fmt.Sprint(2*i+2), parent: turn.id, session: key, started: now}
+			turn := &record{kind: t.kind("turn"), id: s.id + "/turn-1", parent: s.id, session: key, started: now}
+			tool := &record{kind: t.kind("tool"), id: turn.id + "/tool-1", parent: turn.id, session: key, started: now}
 			recs = append(recs, turn, tool)
 		}
 	}
-	recs = append(recs, &record{kind: t.kind("router"), id: "sessions", started: now})
+	recs = append(recs, &record{kind: t.kind("router"), id: "sessions-0", started: now})
 	for _, r := range recs {
 		t.add(r)
 	}
@@ -55,7 +57,7 @@ func TestAPI_AnswersWithinASecondWith100kSessions(t *testing.T) {
 	}{
 		{"/api/actors", func(t *testing.T, body []byte) {
 			p := decode[Page](t, body)
-			if p.Total != 120_001 || len(p.Actors) != DefaultLimit || p.Actors[0].ID != "sessions" {
+			if p.Total != 120_001 || len(p.Actors) != DefaultLimit || p.Actors[0].ID != "sessions-0" {
 				t.Errorf("total %d, %d actors, first %+v", p.Total, len(p.Actors), p.Actors[0])
 			}
 		}},

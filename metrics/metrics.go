@@ -31,6 +31,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/hermesd/hermesd/messages"
 )
 
 // Options configure the metrics.
@@ -75,7 +77,7 @@ func New(o Options) (*Metrics, error) {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(), address: o.Address, kinds: make(map[string]*kindProbe),
 		platforms: firstN(16), outcomes: firstN(32), kindsLabel: firstN(32),
-		deliveryKinds: fixed("text", "voice", "audio", "file"), formats: firstN(16),
+		deliveryKinds: fixed("text", "voice", "audio", "file"), formats: fixed(messages.FormatOggOpus.String(), messages.FormatMP3.String()),
 		msgTypes: firstN(256), requestTypes: firstN(64), statusClasses: fixed("network", "4xx", "5xx"),
 		receive: newReceiveHistogram(),
 	}

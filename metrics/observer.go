@@ -146,10 +146,11 @@ func (m *Metrics) Delivery(p messages.Platform, kind, outcome string, d time.Dur
 	m.hermesd.deliveryDuration.Record(bg, d.Seconds(), m.attrs(pk...))
 }
 
-// TTS records one speech synthesis for platform in format (ogg_opus, mp3)
-// that took d; err is its failure, if any. The TTS actor calls it.
-func (m *Metrics) TTS(platform, format string, d time.Duration, err error) {
-	pf := []attribute.KeyValue{m.platform(messages.Platform(platform)), attribute.String("format", m.formats.value(format))}
+// TTS records one speech synthesis for platform in format that took d; err
+// is its failure, if any. The TTS actor calls it. The format label is the
+// format's own name (ogg/opus, mp3): typed, so no caller can invent one.
+func (m *Metrics) TTS(platform messages.Platform, format messages.AudioFormat, d time.Duration, err error) {
+	pf := []attribute.KeyValue{m.platform(platform), attribute.String("format", m.formats.value(format.String()))}
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"

@@ -32,8 +32,8 @@ func TestObserver_HermesdSeries(t *testing.T) {
 	m.ToolCall("current_time", "error", time.Millisecond)
 	m.Delivery(messages.Telegram, "voice", "ok", 300*time.Millisecond)
 	m.Delivery(messages.Telegram, "text", "error", time.Second)
-	m.TTS("telegram", "ogg_opus", 700*time.Millisecond, nil)
-	m.TTS("web", "mp3", time.Second, errors.New("espeak-ng missing"))
+	m.TTS(messages.Telegram, messages.FormatOggOpus, 700*time.Millisecond, nil)
+	m.TTS(messages.Web, messages.FormatMP3, time.Second, errors.New("espeak-ng missing"))
 	m.PlatformAPIError("discord", 502)
 	m.PlatformAPIError("telegram", 0)
 	m.RateLimited("telegram", 3*time.Second)
@@ -68,9 +68,9 @@ func TestObserver_HermesdSeries(t *testing.T) {
 		{"hermesd_deliveries_total", map[string]string{"platform": "telegram", "kind": "voice", "outcome": "ok"}, 1},
 		{"hermesd_deliveries_total", map[string]string{"platform": "telegram", "kind": "text", "outcome": "error"}, 1},
 		{"hermesd_delivery_duration_seconds_count", map[string]string{"platform": "telegram"}, 2},
-		{"hermesd_tts_requests_total", map[string]string{"platform": "telegram", "format": "ogg_opus", "outcome": "ok"}, 1},
+		{"hermesd_tts_requests_total", map[string]string{"platform": "telegram", "format": "ogg/opus", "outcome": "ok"}, 1},
 		{"hermesd_tts_requests_total", map[string]string{"platform": "web", "format": "mp3", "outcome": "error"}, 1},
-		{"hermesd_tts_synthesis_duration_seconds_count", map[string]string{"platform": "telegram", "format": "ogg_opus"}, 1},
+		{"hermesd_tts_synthesis_duration_seconds_count", map[string]string{"platform": "telegram", "format": "ogg/opus"}, 1},
 		{"hermesd_tts_synthesis_duration_seconds_count", map[string]string{"platform": "web"}, 0},
 		{"hermesd_platform_api_errors_total", map[string]string{"platform": "discord", "status": "5xx"}, 1},
 		{"hermesd_platform_api_errors_total", map[string]string{"platform": "telegram", "status": "network"}, 1},

@@ -11,26 +11,11 @@ import (
 	"github.com/hermesd/hermesd/messages"
 )
 
-// Capabilities are what a platform declares once about itself. The TTS actor
-// and the outbox look them up by the platform of a request's envelope; no
-// caller chooses a format.
-type Capabilities struct {
-	Platform messages.Platform
-	// VoiceFormat is the format of a spoken reply: FormatOggOpus where the
-	// platform has voice notes, FormatMP3 elsewhere.
-	VoiceFormat messages.AudioFormat
-	// VoiceNotes reports native voice notes (Telegram voice bubble, Discord
-	// voice message).
-	VoiceNotes bool
-	// TextLimit is the longest text one message may carry, in the platform's
-	// own unit (UTF-16 units on Telegram, characters on Discord); 0 = none.
-	TextLimit int
-	// CaptionLimit is the longest caption a voice note may carry; 0 = none.
-	CaptionLimit int
-	// MaxVoiceBytes is the largest voice note sent as voice; larger audio falls
-	// back to a file. 0 = no limit.
-	MaxVoiceBytes int
-}
+// Capabilities is the vocabulary type messages.Capabilities.
+//
+// Deprecated: use messages.Capabilities; this alias only keeps code written
+// before the move compiling.
+type Capabilities = messages.Capabilities
 
 // Inbound is how an adapter hands a message to hermesd. It persists the
 // message and routes it to its session; when it returns nil the message is

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/platforms/discord/discordtest"
 	"github.com/hermesd/hermesd/platforms/telegram/telegramtest"
-	"github.com/hermesd/hermesd/tts"
 )
 
 // out is one thing a user saw: a text or a voice note, where, in what form.
@@ -37,7 +37,7 @@ func telegramOut(s *telegramtest.Server) []out {
 			res = append(res, out{chat: chat, text: c.Fields["text"]})
 		case "sendVoice":
 			f := c.Files["voice"]
-			res = append(res, out{chat: chat, voice: true, shownAs: "voice", ogg: tts.Sniff(f.Data) == tts.ContainerOggOpus, text: c.Fields["caption"]})
+			res = append(res, out{chat: chat, voice: true, shownAs: "voice", ogg: audio.Sniff(f.Data) == audio.ContainerOggOpus, text: c.Fields["caption"]})
 		case "sendAudio", "sendDocument":
 			res = append(res, out{chat: chat, voice: true, shownAs: strings.TrimPrefix(strings.ToLower(c.Method), "send"), text: c.Fields["caption"]})
 		}
@@ -61,7 +61,7 @@ func discordOut(s *discordtest.Server) []out {
 		if p.Flags&8192 != 0 && len(p.Files) == 1 && len(p.Attachments) == 1 && p.Attachments[0].DurationSecs > 0 && len(p.Attachments[0].Waveform) > 0 {
 			shown = "voice"
 		}
-		res = append(res, out{chat: chat, voice: true, shownAs: shown, ogg: tts.Sniff(p.Files[0].Data) == tts.ContainerOggOpus, text: p.Content})
+		res = append(res, out{chat: chat, voice: true, shownAs: shown, ogg: audio.Sniff(p.Files[0].Data) == audio.ContainerOggOpus, text: p.Content})
 	}
 	return res
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/daemon"
 	"github.com/hermesd/hermesd/model"
@@ -23,7 +24,6 @@ import (
 	"github.com/hermesd/hermesd/platforms/discord/discordtest"
 	"github.com/hermesd/hermesd/platforms/telegram/telegramtest"
 	"github.com/hermesd/hermesd/tools"
-	"github.com/hermesd/hermesd/tts"
 )
 
 // world is a running daemon wired to fake platforms, model and speech.
@@ -101,15 +101,15 @@ func newWorld(t *testing.T, o worldOptions) *world {
 // clips holds one small Ogg/Opus and one MP3 clip, made once with the real
 // encoders, for the fake speech server.
 var clips = sync.OnceValues(func() (map[string][]byte, error) {
-	pcm := tts.PCM{Rate: 24000, Samples: make([]int16, 24000/2)}
+	pcm := audio.PCM{Rate: 24000, Samples: make([]int16, 24000/2)}
 	for i := range pcm.Samples {
 		pcm.Samples[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i)/24000))
 	}
-	ogg, err := tts.EncodeOggOpus(context.Background(), pcm, tts.OpusOptions{})
+	ogg, err := audio.EncodeOggOpus(context.Background(), pcm, audio.OpusOptions{})
 	if err != nil {
 		return nil, err
 	}
-	mp3, err := tts.EncodeMP3(context.Background(), pcm)
+	mp3, err := audio.EncodeMP3(context.Background(), pcm)
 	if err != nil {
 		return nil, err
 	}

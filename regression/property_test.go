@@ -288,7 +288,27 @@ func TestPropertyNoMisroutedOrWrongFormatDeliveries(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d sessions did not get every reply (seed %d)", failed, seed)
 	}
-	time.Sleep(300 * time.Millisecond) // let any stray late delivery land before judging
+	// Before judging, a last plain message in every session: each session's
+	// replies leave in order, so once this one's answer has arrived, every
+	// earlier delivery of that session (a stray late one included) has
+	// landed too. No guess at how long "late" can be.
+	final := make(chan error, len(all))
+	var fwg sync.WaitGroup
+	for i, s := range all {
+		n++
+		tok, chat := token(s.platform, s.chat, n), s.platform+":"+s.chat
+		fwg.Go(func() {
+			s.send("plain " + tok)
+			if err := col.wait(chat, 90*time.Second, func(o []out) bool { return hasText(o, "ack "+tok) }); err != nil {
+				final <- fmt.Errorf("session %d %s: the closing message: %w", i, chat, err)
+			}
+		})
+	}
+	fwg.Wait()
+	close(final)
+	for err := range final {
+		t.Fatal(err)
+	}
 	outs := col.all()
 	if bad := misrouted(outs); len(bad) > 0 {
 		t.Fatalf("%d misrouted or wrong-format deliveries (seed %d); first: %s", len(bad), seed, bad[0])

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hermesd/hermesd/tts"
+	"github.com/hermesd/hermesd/audio"
 )
 
 // ttsProvider is one way hermesd can be configured to speak.
@@ -127,10 +127,10 @@ func plainTurns(t *testing.T, w *world, chat string, send func(string), toks ...
 // checkOggOpus checks that b is a whole, parseable Ogg/Opus stream.
 func checkOggOpus(t *testing.T, where string, b []byte) {
 	t.Helper()
-	if c := tts.Sniff(b); c != tts.ContainerOggOpus {
+	if c := audio.Sniff(b); c != audio.ContainerOggOpus {
 		t.Fatalf("%s: voice note of %d bytes sniffs as %s, want ogg/opus", where, len(b), c)
 	}
-	if d, err := tts.OggOpusDuration(b); err != nil || d <= 0 {
+	if d, err := audio.OggOpusDuration(b); err != nil || d <= 0 {
 		t.Fatalf("%s: voice note does not parse as Ogg/Opus: duration %v, %v", where, d, err)
 	}
 }
@@ -216,8 +216,8 @@ func spokenOnWeb(t *testing.T, w *world, p ttsProvider, fake *speechFake) {
 	}
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "audio/mpeg" || tts.Sniff(b) != tts.ContainerMP3 {
-		t.Fatalf("GET %s: %s %q, %d bytes sniffed as %s; want an MP3", v.URL, res.Status, res.Header.Get("Content-Type"), len(b), tts.Sniff(b))
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "audio/mpeg" || audio.Sniff(b) != audio.ContainerMP3 {
+		t.Fatalf("GET %s: %s %q, %d bytes sniffed as %s; want an MP3", v.URL, res.Status, res.Header.Get("Content-Type"), len(b), audio.Sniff(b))
 	}
 	r2 := w.webChat(t, chat, "ping "+tok2)
 	if len(webVoices(r2)) != 0 || !webHasText(r2, "ack "+tok2) {

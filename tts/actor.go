@@ -15,7 +15,6 @@ import (
 
 	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/messages"
-	"github.com/hermesd/hermesd/platforms"
 )
 
 // Errors the TTS actor answers with (inside *messages.SpeechFailed).
@@ -64,7 +63,7 @@ type ActorConfig struct {
 	// Capabilities returns a platform's declared capabilities; the actor
 	// encodes for the VoiceFormat of the platform in each request's
 	// envelope. Required.
-	Capabilities func(messages.Platform) (platforms.Capabilities, bool)
+	Capabilities func(messages.Platform) (messages.Capabilities, bool)
 	// Guard refuses and counts requests without identity; required.
 	Guard *identity.Guard
 	// Workers is the number of concurrent syntheses; 0 means
@@ -85,7 +84,7 @@ type ActorConfig struct {
 	Log *slog.Logger
 	// Observe, if set, is told about every synthesis (the metrics hook):
 	// the requesting platform, the format, how long it took and its error.
-	Observe func(platform, format string, d time.Duration, err error)
+	Observe func(platform messages.Platform, format messages.AudioFormat, d time.Duration, err error)
 }
 
 // Pool is the TTS actor's worker pool. Its owner (the daemon's wiring)
@@ -230,7 +229,7 @@ func (p *Pool) run(j *job) {
 	start := time.Now()
 	sp, err := p.speak(ctx, j)
 	if p.cfg.Observe != nil {
-		p.cfg.Observe(string(j.session.Platform()), j.format.String(), time.Since(start), err)
+		p.cfg.Observe(j.session.Platform(), j.format, time.Since(start), err)
 	}
 	if err != nil {
 		p.fail(j, err)

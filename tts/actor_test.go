@@ -14,9 +14,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/messages"
-	"github.com/hermesd/hermesd/platforms"
 )
 
 // replyTimeout bounds every wait for a reply: a lost reply fails the test
@@ -34,14 +35,14 @@ func newSystem(t *testing.T) *actor.ActorSystem {
 
 // testCapabilities declares what the real adapters declare: voice notes on
 // Telegram and Discord, MP3 on the web chat.
-func testCapabilities(p messages.Platform) (platforms.Capabilities, bool) {
+func testCapabilities(p messages.Platform) (messages.Capabilities, bool) {
 	switch p {
 	case messages.Telegram, messages.Discord:
-		return platforms.Capabilities{Platform: p, VoiceFormat: messages.FormatOggOpus, VoiceNotes: true}, true
+		return messages.Capabilities{Platform: p, VoiceFormat: messages.FormatOggOpus, VoiceNotes: true}, true
 	case messages.Web:
-		return platforms.Capabilities{Platform: p, VoiceFormat: messages.FormatMP3}, true
+		return messages.Capabilities{Platform: p, VoiceFormat: messages.FormatMP3}, true
 	}
-	return platforms.Capabilities{}, false
+	return messages.Capabilities{}, false
 }
 
 // startTTS spawns the TTS actor with cfg (Capabilities and Guard filled in
@@ -152,8 +153,8 @@ func echoSpeaker(calls *atomic.Int64) speakerFunc {
 }
 
 func TestActor_FormatFromEnvelopePlatform(t *testing.T) {
-	needTool(t, "espeak-ng", "espeak-ng")
-	needTool(t, "lame", "lame")
+	audiotest.NeedTool(t, "espeak-ng", "espeak-ng")
+	audiotest.NeedTool(t, "lame", "lame")
 	sys := newSystem(t)
 	tts, _ := startTTS(t, sys, ActorConfig{Speaker: &Synthesizer{Provider: &Espeak{}}})
 	cases := []struct {
@@ -180,12 +181,12 @@ func TestActor_FormatFromEnvelopePlatform(t *testing.T) {
 		if sp.Format != tc.want {
 			t.Errorf("%s: format %v, want %v", tc.s, sp.Format, tc.want)
 		}
-		wantC := map[messages.AudioFormat]Container{messages.FormatOggOpus: ContainerOggOpus, messages.FormatMP3: ContainerMP3}[tc.want]
-		if c := Sniff(sp.Data); c != wantC {
+		wantC := map[messages.AudioFormat]audio.Container{messages.FormatOggOpus: audio.ContainerOggOpus, messages.FormatMP3: audio.ContainerMP3}[tc.want]
+		if c := audio.Sniff(sp.Data); c != wantC {
 			t.Errorf("%s: data sniffs as %v, want %v", tc.s, c, wantC)
 		}
 		if tc.want == messages.FormatOggOpus {
-			checkOggOpus(t, sp.Data, 312, 22050)
+			audiotest.CheckOggOpus(t, sp.Data, 312, 22050)
 		}
 		if sp.Duration < time.Second || len(sp.Waveform) != 256 {
 			t.Errorf("%s: duration %v, waveform %d values", tc.s, sp.Duration, len(sp.Waveform))
@@ -202,7 +203,7 @@ func TestActor_FormatFromEnvelopePlatform(t *testing.T) {
 // provider makes clip i exactly 960+i samples at 48 kHz, so the duration
 // identifies the request.
 func TestActor_ConcurrentPlatforms(t *testing.T) {
-	needTool(t, "lame", "lame")
+	audiotest.NeedTool(t, "lame", "lame")
 	const n = 500
 	sys := newSystem(t)
 	provider := funcProvider{fn: func(text string, _ messages.AudioFormat) (Clip, error) {
@@ -210,7 +211,7 @@ func TestActor_ConcurrentPlatforms(t *testing.T) {
 		if _, err := fmt.Sscanf(text, "clip %d", &i); err != nil {
 			return Clip{}, err
 		}
-		p := sine(48000, 0.05, 300, 0.3)
+		p := audiotest.Sine(48000, 0.05, 300, 0.3)
 		p.Samples = p.Samples[:960+i]
 		return Clip{PCM: p}, nil
 	}}
@@ -248,8 +249,8 @@ func TestActor_ConcurrentPlatforms(t *testing.T) {
 		if sp.Format != want.VoiceFormat {
 			t.Errorf("%s: format %v, want %v", r.session, sp.Format, want.VoiceFormat)
 		}
-		sniffed := Sniff(sp.Data)
-		if want.VoiceFormat == messages.FormatOggOpus && sniffed != ContainerOggOpus || want.VoiceFormat == messages.FormatMP3 && sniffed != ContainerMP3 {
+		sniffed := audio.Sniff(sp.Data)
+		if want.VoiceFormat == messages.FormatOggOpus && sniffed != audio.ContainerOggOpus || want.VoiceFormat == messages.FormatMP3 && sniffed != audio.ContainerMP3 {
 			t.Errorf("%s: data sniffs as %v", r.session, sniffed)
 		}
 		if wantDur := time.Duration(960+i) * time.Second / 48000; sp.Duration != wantDur {
@@ -315,11 +316,11 @@ func TestActor_RefusesRequestWithoutIdentity(t *testing.T) {
 func TestActor_UnknownPlatformIsAnError(t *testing.T) {
 	sys := newSystem(t)
 	var calls atomic.Int64
-	onlyWeb := func(p messages.Platform) (platforms.Capabilities, bool) {
+	onlyWeb := func(p messages.Platform) (messages.Capabilities, bool) {
 		if p == messages.Web {
 			return testCapabilities(p)
 		}
-		return platforms.Capabilities{}, false
+		return messages.Capabilities{}, false
 	}
 	tts, _ := startTTS(t, sys, ActorConfig{Speaker: echoSpeaker(&calls), Capabilities: onlyWeb})
 	out := make(chan result, 1)

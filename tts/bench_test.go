@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 )
 
 // benchText is a 30-word sentence, ~11 s of espeak-ng speech (the clip
@@ -52,9 +55,9 @@ func (a allocCounter) since() (mallocs, bytes uint64) {
 
 // reportSpeed reports audio seconds processed per second of wall time and
 // per CPU-second (the "per core" figure), and allocations per audio second.
-func reportSpeed(b *testing.B, audio time.Duration, cpu cpuClock, allocs allocCounter) {
+func reportSpeed(b *testing.B, length time.Duration, cpu cpuClock, allocs allocCounter) {
 	b.Helper()
-	total := audio.Seconds() * float64(b.N)
+	total := length.Seconds() * float64(b.N)
 	b.ReportMetric(total/b.Elapsed().Seconds(), "xRT-wall")
 	if used := (cpuNow() - cpu.start).Seconds(); used > 0 {
 		b.ReportMetric(total/used, "xRT/core")
@@ -65,9 +68,9 @@ func reportSpeed(b *testing.B, audio time.Duration, cpu cpuClock, allocs allocCo
 }
 
 // benchClip returns espeak speech cut to d (or all of it for d = 0).
-func benchClip(b *testing.B, d time.Duration) PCM {
+func benchClip(b *testing.B, d time.Duration) audio.PCM {
 	b.Helper()
-	p := espeakPCM(b, benchText)
+	p := audiotest.EspeakPCM(b, benchText)
 	if d > 0 {
 		n := int(d * time.Duration(p.Rate) / time.Second)
 		if n > len(p.Samples) {
@@ -81,30 +84,30 @@ func benchClip(b *testing.B, d time.Duration) PCM {
 // BenchmarkPipeline is the offline voice-note path end to end: espeak-ng
 // subprocess → WAV parse → resample to 24 kHz → gopus → Ogg.
 func BenchmarkPipeline(b *testing.B) {
-	needTool(b, "espeak-ng", "espeak-ng")
+	audiotest.NeedTool(b, "espeak-ng", "espeak-ng")
 	e := &Espeak{}
 	clip, err := e.Synthesize(context.Background(), benchText, "", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	audio := clip.PCM.Duration()
+	length := clip.PCM.Duration()
 	cpu, allocs := startCPU(), startAllocs()
 	for b.Loop() {
 		c, err := e.Synthesize(context.Background(), benchText, "", 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := EncodeOggOpus(context.Background(), c.PCM, OpusOptions{}); err != nil {
+		if _, err := audio.EncodeOggOpus(context.Background(), c.PCM, audio.OpusOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	reportSpeed(b, audio, cpu, allocs)
+	reportSpeed(b, length, cpu, allocs)
 }
 
 // payloadOf sums the Opus packet bytes of an Ogg/Opus file.
 func payloadOf(b *testing.B, ogg []byte) int {
 	b.Helper()
-	s, err := ParseOggOpus(ogg)
+	s, err := audio.ParseOggOpus(ogg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -121,18 +124,18 @@ func BenchmarkEncodeOpus(b *testing.B) {
 	for _, d := range []time.Duration{5 * time.Second, 0} {
 		pcm := benchClip(b, d)
 		name := fmt.Sprintf("dur=%.0fs", pcm.Duration().Seconds())
-		for _, cx := range []int{DefaultOpusComplexity, 10} {
+		for _, cx := range []int{audio.DefaultOpusComplexity, 10} {
 			sub := name
-			if cx != DefaultOpusComplexity {
+			if cx != audio.DefaultOpusComplexity {
 				sub = fmt.Sprintf("%s/cx=%d", name, cx)
 			}
 			b.Run(sub, func(b *testing.B) {
-				opt := OpusOptions{Complexity: cx}
+				opt := audio.OpusOptions{Complexity: cx}
 				var ogg []byte
 				cpu, allocs := startCPU(), startAllocs()
 				for b.Loop() {
 					var err error
-					if ogg, err = EncodeOggOpus(context.Background(), pcm, opt); err != nil {
+					if ogg, err = audio.EncodeOggOpus(context.Background(), pcm, opt); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -149,11 +152,11 @@ func BenchmarkEncodeOpus(b *testing.B) {
 // container overhead as a percentage of the Opus payload (goal ≤ 3%).
 func BenchmarkOggMux(b *testing.B) {
 	pcm := benchClip(b, 5*time.Second)
-	ogg, err := EncodeOggOpus(context.Background(), pcm, OpusOptions{})
+	ogg, err := audio.EncodeOggOpus(context.Background(), pcm, audio.OpusOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := ParseOggOpus(ogg)
+	s, err := audio.ParseOggOpus(ogg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -165,7 +168,7 @@ func BenchmarkOggMux(b *testing.B) {
 		}
 		for b.Loop() {
 			out.Reset()
-			m, err := NewOggOpusMuxer(&out, s.Head, OpusTags{Vendor: opusVendor}, 1, 0)
+			m, err := audio.NewOggOpusMuxer(&out, s.Head, audio.OpusTags{Vendor: "hermesd"}, 1, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -185,12 +188,12 @@ func BenchmarkOggMux(b *testing.B) {
 // BenchmarkOpusenc runs opus-tools' opusenc (libopus, C) on the same WAV
 // input as BenchmarkEncodeOpus, process start included, as the yardstick.
 func BenchmarkOpusenc(b *testing.B) {
-	needTool(b, "opusenc", "opus-tools")
+	audiotest.NeedTool(b, "opusenc", "opus-tools")
 	dir := b.TempDir()
 	for _, d := range []time.Duration{5 * time.Second, 0} {
 		pcm := benchClip(b, d)
 		in := filepath.Join(dir, fmt.Sprintf("in-%d.wav", d))
-		if err := os.WriteFile(in, EncodeWAV(pcm), 0o644); err != nil {
+		if err := os.WriteFile(in, audio.EncodeWAV(pcm), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		out := filepath.Join(dir, "out.opus")
@@ -215,12 +218,12 @@ func BenchmarkOpusenc(b *testing.B) {
 
 // BenchmarkEncodeMP3 is the web-chat path: lame subprocess on PCM in memory.
 func BenchmarkEncodeMP3(b *testing.B) {
-	needTool(b, "lame", "lame")
+	audiotest.NeedTool(b, "lame", "lame")
 	pcm := benchClip(b, 5*time.Second)
 	b.Run("dur=5s", func(b *testing.B) {
 		cpu, allocs := startCPU(), startAllocs()
 		for b.Loop() {
-			if _, err := EncodeMP3(context.Background(), pcm); err != nil {
+			if _, err := audio.EncodeMP3(context.Background(), pcm); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -234,7 +237,7 @@ func BenchmarkResample(b *testing.B) {
 	b.Run("dur=5s", func(b *testing.B) {
 		cpu, allocs := startCPU(), startAllocs()
 		for b.Loop() {
-			if _, err := Resample(pcm, 24000); err != nil {
+			if _, err := audio.Resample(pcm, 24000); err != nil {
 				b.Fatal(err)
 			}
 		}

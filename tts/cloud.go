@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/hermesd/hermesd/audio"
 )
 
 const (
@@ -58,7 +60,7 @@ func postAudio(ctx context.Context, client *http.Client, name, url string, heade
 		return nil, fmt.Errorf("%s: audio response over %d bytes", name, maxAudioResponse)
 	}
 	if len(data) == 0 {
-		return nil, fmt.Errorf("%s: %w", name, ErrEmptyAudio)
+		return nil, fmt.Errorf("%s: %w", name, audio.ErrEmptyAudio)
 	}
 	return data, nil
 }

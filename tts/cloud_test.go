@@ -13,25 +13,31 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 	"github.com/hermesd/hermesd/messages"
 )
 
 // mp3Fixture is espeak speech encoded by lame: what a cloud provider sends
 // when it answers MP3.
-func mp3Fixture(t *testing.T) (mp3 []byte, src PCM) {
+func mp3Fixture(t *testing.T) (mp3 []byte, src audio.PCM) {
 	t.Helper()
-	needTool(t, "lame", "lame")
-	src = espeakPCM(t, sampleText)
-	if b, ok := speechCache.Load("mp3:" + sampleText); ok {
+	audiotest.NeedTool(t, "lame", "lame")
+	src = audiotest.EspeakPCM(t, audiotest.SampleText)
+	if b, ok := mp3Cache.Load(audiotest.SampleText); ok {
 		return b.([]byte), src
 	}
-	mp3, err := EncodeMP3(context.Background(), src)
+	mp3, err := audio.EncodeMP3(context.Background(), src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	speechCache.Store("mp3:"+sampleText, mp3)
+	mp3Cache.Store(audiotest.SampleText, mp3)
 	return mp3, src
 }
+
+// mp3Cache holds mp3Fixture's encodings per text: one lame run per test
+// binary.
+var mp3Cache sync.Map
 
 // fakeAPI is a TTS API on 127.0.0.1 that records requests and answers with
 // canned audio.
@@ -87,7 +93,7 @@ func TestOpenAI_MP3WhereOpusAsked_IsTranscoded(t *testing.T) {
 	api := newFakeAPI(t, serve(mp3, "audio/ogg")) // lies about its content type, too
 	s := &Synthesizer{Provider: &OpenAI{BaseURL: api.URL + "/v1", APIKey: "sk-test", Model: "tts-1"}}
 
-	sp, err := s.Speak(context.Background(), sampleText, "nova", messages.FormatOggOpus)
+	sp, err := s.Speak(context.Background(), audiotest.SampleText, "nova", messages.FormatOggOpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +104,7 @@ func TestOpenAI_MP3WhereOpusAsked_IsTranscoded(t *testing.T) {
 	if got := r.Header.Get("Authorization"); got != "Bearer sk-test" {
 		t.Errorf("Authorization %q", got)
 	}
-	want := map[string]string{"model": "tts-1", "input": sampleText, "voice": "nova", "response_format": "opus"}
+	want := map[string]string{"model": "tts-1", "input": audiotest.SampleText, "voice": "nova", "response_format": "opus"}
 	for k, v := range want {
 		if body[k] != v {
 			t.Errorf("body[%s] = %q, want %q", k, body[k], v)
@@ -109,8 +115,8 @@ func TestOpenAI_MP3WhereOpusAsked_IsTranscoded(t *testing.T) {
 		t.Fatalf("format %v", sp.Format)
 	}
 	// lame at 22.05 kHz → decoded at 22.05 kHz → Opus at 24 kHz.
-	checkOggOpus(t, sp.Data, 312, 22050)
-	dec, err := DecodeMP3(mp3)
+	audiotest.CheckOggOpus(t, sp.Data, 312, 22050)
+	dec, err := audio.DecodeMP3(mp3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,11 +126,11 @@ func TestOpenAI_MP3WhereOpusAsked_IsTranscoded(t *testing.T) {
 	if len(sp.Waveform) != 256 {
 		t.Errorf("waveform has %d values", len(sp.Waveform))
 	}
-	runOpusinfo(t, sp.Data)
+	audiotest.RunOpusinfo(t, sp.Data)
 }
 
 func TestOpenAI_NativeOpusPassesThrough(t *testing.T) {
-	ogg, err := EncodeOggOpus(context.Background(), sine(48000, 2, 220, 0.4), OpusOptions{})
+	ogg, err := audio.EncodeOggOpus(context.Background(), audiotest.Sine(48000, 2, 220, 0.4), audio.OpusOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +193,7 @@ func TestOpenAI_Errors(t *testing.T) {
 	if _, err := (&Synthesizer{Provider: &OpenAI{BaseURL: html.URL}}).Speak(context.Background(), "Hi.", "", messages.FormatOggOpus); err == nil {
 		t.Error("HTML accepted as audio")
 	}
-	vorbis := newFakeAPI(t, serve(vorbisHeaderPage(), "audio/ogg"))
+	vorbis := newFakeAPI(t, serve(audiotest.VorbisHeaderPage(), "audio/ogg"))
 	_, err = (&Synthesizer{Provider: &OpenAI{BaseURL: vorbis.URL}}).Speak(context.Background(), "Hi.", "", messages.FormatOggOpus)
 	if err == nil || !strings.Contains(err.Error(), "ogg/vorbis") {
 		t.Errorf("Ogg/Vorbis: err = %v, want a refusal naming ogg/vorbis", err)
@@ -216,7 +222,7 @@ func TestElevenLabs_MP3WhereOpusAsked_IsTranscoded(t *testing.T) {
 	mp3, _ := mp3Fixture(t)
 	api := newFakeAPI(t, serve(mp3, "audio/mpeg"))
 	el := &ElevenLabs{BaseURL: api.URL, APIKey: "xi-test", Voice: "VoiceABC123"}
-	sp, err := (&Synthesizer{Provider: el}).Speak(context.Background(), sampleText, "", messages.FormatOggOpus)
+	sp, err := (&Synthesizer{Provider: el}).Speak(context.Background(), audiotest.SampleText, "", messages.FormatOggOpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +236,11 @@ func TestElevenLabs_MP3WhereOpusAsked_IsTranscoded(t *testing.T) {
 	if got := r.Header.Get("xi-api-key"); got != "xi-test" {
 		t.Errorf("xi-api-key %q", got)
 	}
-	if body["text"] != sampleText || body["model_id"] != DefaultElevenLabsModel {
+	if body["text"] != audiotest.SampleText || body["model_id"] != DefaultElevenLabsModel {
 		t.Errorf("body %v", body)
 	}
-	checkOggOpus(t, sp.Data, 312, 22050)
-	runOpusinfo(t, sp.Data)
+	audiotest.CheckOggOpus(t, sp.Data, 312, 22050)
+	audiotest.RunOpusinfo(t, sp.Data)
 }
 
 func TestElevenLabs_MP3AndVoiceOverride(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
 )
 
@@ -93,7 +94,7 @@ func (e *ElevenLabs) Synthesize(ctx context.Context, text, voice string, want me
 	if err != nil {
 		return Clip{}, err
 	}
-	if Sniff(data) == ContainerUnknown {
+	if audio.Sniff(data) == audio.ContainerUnknown {
 		return Clip{}, fmt.Errorf("%s: response of %d bytes is not audio hermesd can read", e.Name(), len(data))
 	}
 	return Clip{Data: data}, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
 )
 
@@ -66,16 +67,16 @@ func (e *Espeak) Synthesize(ctx context.Context, text, voice string, _ messages.
 	if e.Speed > 0 {
 		args = append(args, "-s", strconv.Itoa(e.Speed))
 	}
-	wav, err := runTool(ctx, path, "espeak-ng", args, []byte(text))
+	wav, err := audio.RunTool(ctx, path, "espeak-ng", args, []byte(text))
 	if err != nil {
 		return Clip{}, err
 	}
-	p, err := ParseWAV(wav)
+	p, err := audio.ParseWAV(wav)
 	if err != nil {
 		return Clip{}, fmt.Errorf("espeak-ng output: %w", err)
 	}
 	if len(p.Samples) == 0 {
-		return Clip{}, fmt.Errorf("espeak-ng: %w", ErrEmptyAudio)
+		return Clip{}, fmt.Errorf("espeak-ng: %w", audio.ErrEmptyAudio)
 	}
 	return Clip{PCM: p}, nil
 }

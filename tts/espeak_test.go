@@ -6,16 +6,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 )
 
 func TestEspeak_Synthesize(t *testing.T) {
-	needTool(t, "espeak-ng", "espeak-ng")
+	audiotest.NeedTool(t, "espeak-ng", "espeak-ng")
 	e := &Espeak{}
 	short, err := e.Synthesize(context.Background(), "Hi.", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := e.Synthesize(context.Background(), sampleText, "", 0)
+	long, err := e.Synthesize(context.Background(), audiotest.SampleText, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,15 +31,15 @@ func TestEspeak_Synthesize(t *testing.T) {
 	if long.PCM.Duration() < 3*short.PCM.Duration() {
 		t.Errorf("long text %v is not much longer than %v", long.PCM.Duration(), short.PCM.Duration())
 	}
-	if rms(long.PCM.Samples) < 500 {
-		t.Errorf("speech RMS %.0f: nearly silent", rms(long.PCM.Samples))
+	if audiotest.RMS(long.PCM.Samples) < 500 {
+		t.Errorf("speech RMS %.0f: nearly silent", audiotest.RMS(long.PCM.Samples))
 	}
 }
 
 // TestEspeak_TextIsNotArguments checks text goes to espeak as text: a reply
 // that starts with dashes or shell syntax is spoken, not interpreted.
 func TestEspeak_TextIsNotArguments(t *testing.T) {
-	needTool(t, "espeak-ng", "espeak-ng")
+	audiotest.NeedTool(t, "espeak-ng", "espeak-ng")
 	for _, text := range []string{"--help", "-w /tmp/owned.wav", "$(touch /tmp/owned); echo `id`"} {
 		clip, err := (&Espeak{}).Synthesize(context.Background(), text, "", 0)
 		if err != nil {
@@ -49,7 +52,7 @@ func TestEspeak_TextIsNotArguments(t *testing.T) {
 }
 
 func TestEspeak_Voices(t *testing.T) {
-	needTool(t, "espeak-ng", "espeak-ng")
+	audiotest.NeedTool(t, "espeak-ng", "espeak-ng")
 	de, err := (&Espeak{}).Synthesize(context.Background(), "Guten Tag.", "de", 0)
 	if err != nil || len(de.PCM.Samples) == 0 {
 		t.Errorf("voice de: %v", err)
@@ -70,17 +73,17 @@ func TestEspeak_Voices(t *testing.T) {
 
 func TestEspeak_Missing(t *testing.T) {
 	_, err := (&Espeak{Path: "espeak-ng-not-here"}).Synthesize(context.Background(), "Hi.", "", 0)
-	var missing *MissingToolError
+	var missing *audio.MissingToolError
 	if !errors.As(err, &missing) || !strings.Contains(err.Error(), "apt-get install espeak-ng") {
 		t.Errorf("err = %v, want MissingToolError naming espeak-ng", err)
 	}
 }
 
 func TestEspeak_Cancel(t *testing.T) {
-	needTool(t, "espeak-ng", "espeak-ng")
+	audiotest.NeedTool(t, "espeak-ng", "espeak-ng")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (&Espeak{}).Synthesize(ctx, sampleText, "", 0); !errors.Is(err, context.Canceled) {
+	if _, err := (&Espeak{}).Synthesize(ctx, audiotest.SampleText, "", 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }

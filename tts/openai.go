@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
 )
 
@@ -82,7 +83,7 @@ func (o *OpenAI) Synthesize(ctx context.Context, text, voice string, want messag
 	if err != nil {
 		return Clip{}, err
 	}
-	if Sniff(data) == ContainerUnknown {
+	if audio.Sniff(data) == audio.ContainerUnknown {
 		return Clip{}, fmt.Errorf("%s: response of %d bytes is not audio hermesd can read", o.Name(), len(data))
 	}
 	return Clip{Data: data}, nil

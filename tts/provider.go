@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
 )
 
@@ -31,7 +32,7 @@ type Clip struct {
 	// set). Its Container is judged by Sniff, never by what was asked for.
 	Data []byte
 	// PCM is raw audio, from engines that synthesise locally.
-	PCM PCM
+	PCM audio.PCM
 }
 
 // Truncate cuts text to at most limit runes. It cuts after the last sentence

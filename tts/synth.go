@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
 )
 
@@ -34,9 +35,9 @@ type Synthesizer struct {
 	// Provider speaks; it must be set.
 	Provider Provider
 	// Opus tunes Ogg/Opus encoding; the zero value gives the defaults.
-	Opus OpusOptions
+	Opus audio.OpusOptions
 	// MP3 encodes MP3; the zero value runs "lame" from PATH.
-	MP3 LAME
+	MP3 audio.LAME
 	// Log receives one debug line per clip; nil means no logging.
 	Log *slog.Logger
 }
@@ -70,19 +71,19 @@ func (s *Synthesizer) Speak(ctx context.Context, text, voice string, format mess
 		return nil, fmt.Errorf("speak: %s output: %w", s.Provider.Name(), err)
 	}
 
-	sp := &messages.Speech{Format: format, Data: out, Waveform: Waveform(pcm, WaveformLength), Truncated: truncated}
+	sp := &messages.Speech{Format: format, Data: out, Waveform: audio.Waveform(pcm, audio.WaveformLength), Truncated: truncated}
 	switch format {
 	case messages.FormatOggOpus:
-		if c := Sniff(out); c != ContainerOggOpus {
+		if c := audio.Sniff(out); c != audio.ContainerOggOpus {
 			return nil, fmt.Errorf("speak: %w (sniffed %s)", ErrNotVoice, c)
 		}
 		// The duration players show, which also proves the whole file
 		// parses: CRCs, headers, granules, EOS.
-		if sp.Duration, err = OggOpusDuration(out); err != nil {
+		if sp.Duration, err = audio.OggOpusDuration(out); err != nil {
 			return nil, fmt.Errorf("speak: %w", err)
 		}
 	case messages.FormatMP3:
-		if c := Sniff(out); c != ContainerMP3 {
+		if c := audio.Sniff(out); c != audio.ContainerMP3 {
 			return nil, fmt.Errorf("speak: mp3 output sniffed as %s", c)
 		}
 		sp.Duration = pcm.Duration()
@@ -97,41 +98,41 @@ func (s *Synthesizer) Speak(ctx context.Context, text, voice string, format mess
 // convert turns a provider's clip into PCM (for the waveform) and bytes in
 // format, passing provider bytes through untouched when they already are
 // format. from names what the provider gave, for the log.
-func (s *Synthesizer) convert(ctx context.Context, clip Clip, format messages.AudioFormat) (pcm PCM, out []byte, from string, err error) {
+func (s *Synthesizer) convert(ctx context.Context, clip Clip, format messages.AudioFormat) (pcm audio.PCM, out []byte, from string, err error) {
 	if clip.Data == nil {
 		pcm, from = clip.PCM, "pcm"
 	} else {
-		c := Sniff(clip.Data)
+		c := audio.Sniff(clip.Data)
 		from = c.String()
 		switch c {
-		case ContainerOggOpus:
-			pcm, err = DecodeOggOpus(clip.Data, decodeRate)
+		case audio.ContainerOggOpus:
+			pcm, err = audio.DecodeOggOpus(clip.Data, decodeRate)
 			if format == messages.FormatOggOpus {
 				out = clip.Data
 			}
-		case ContainerMP3:
-			pcm, err = DecodeMP3(clip.Data)
+		case audio.ContainerMP3:
+			pcm, err = audio.DecodeMP3(clip.Data)
 			if format == messages.FormatMP3 {
 				out = clip.Data
 			}
-		case ContainerWAV:
-			pcm, err = ParseWAV(clip.Data)
+		case audio.ContainerWAV:
+			pcm, err = audio.ParseWAV(clip.Data)
 		default:
 			err = fmt.Errorf("cannot use %s audio (%d bytes)", c, len(clip.Data))
 		}
 		if err != nil {
-			return PCM{}, nil, from, err
+			return audio.PCM{}, nil, from, err
 		}
 	}
-	if err := pcm.validate(); err != nil {
-		return PCM{}, nil, from, err
+	if err := pcm.Validate(); err != nil {
+		return audio.PCM{}, nil, from, err
 	}
 	if out != nil {
 		return pcm, out, from, nil
 	}
 	switch format {
 	case messages.FormatOggOpus:
-		out, err = EncodeOggOpus(ctx, pcm, s.Opus)
+		out, err = audio.EncodeOggOpus(ctx, pcm, s.Opus)
 	case messages.FormatMP3:
 		out, err = s.MP3.Encode(ctx, pcm)
 	}

@@ -7,36 +7,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
+	"github.com/hermesd/hermesd/audio/audiotest"
 	"github.com/hermesd/hermesd/messages"
 )
 
 func TestSynthesizer_Espeak(t *testing.T) {
-	needTool(t, "espeak-ng", "espeak-ng")
-	needTool(t, "lame", "lame")
+	audiotest.NeedTool(t, "espeak-ng", "espeak-ng")
+	audiotest.NeedTool(t, "lame", "lame")
 	s := &Synthesizer{Provider: &Espeak{}}
-	pcm := espeakPCM(t, sampleText)
+	pcm := audiotest.EspeakPCM(t, audiotest.SampleText)
 
 	t.Run("ogg/opus", func(t *testing.T) {
-		sp, err := s.Speak(context.Background(), "  "+sampleText+"\n", "", messages.FormatOggOpus)
+		sp, err := s.Speak(context.Background(), "  "+audiotest.SampleText+"\n", "", messages.FormatOggOpus)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkOggOpus(t, sp.Data, 312, 22050)
+		audiotest.CheckOggOpus(t, sp.Data, 312, 22050)
 		if d := (sp.Duration - pcm.Duration()).Abs(); d > 25*time.Millisecond {
 			t.Errorf("duration %v, PCM %v", sp.Duration, pcm.Duration())
 		}
 		if len(sp.Waveform) != 256 || sp.Truncated {
 			t.Errorf("waveform %d values, truncated %v", len(sp.Waveform), sp.Truncated)
 		}
-		runOpusinfo(t, sp.Data)
+		audiotest.RunOpusinfo(t, sp.Data)
 	})
 	t.Run("mp3", func(t *testing.T) {
-		sp, err := s.Speak(context.Background(), sampleText, "", messages.FormatMP3)
+		sp, err := s.Speak(context.Background(), audiotest.SampleText, "", messages.FormatMP3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if Sniff(sp.Data) != ContainerMP3 || sp.Format != messages.FormatMP3 {
-			t.Fatalf("sniffed %v", Sniff(sp.Data))
+		if audio.Sniff(sp.Data) != audio.ContainerMP3 || sp.Format != messages.FormatMP3 {
+			t.Fatalf("sniffed %v", audio.Sniff(sp.Data))
 		}
 		if sp.Duration != pcm.Duration() {
 			t.Errorf("duration %v, PCM %v", sp.Duration, pcm.Duration())
@@ -44,7 +46,7 @@ func TestSynthesizer_Espeak(t *testing.T) {
 	})
 	t.Run("truncated", func(t *testing.T) {
 		short := &Synthesizer{Provider: &Espeak{Limit: 30}}
-		sp, err := short.Speak(context.Background(), sampleText, "", messages.FormatOggOpus)
+		sp, err := short.Speak(context.Background(), audiotest.SampleText, "", messages.FormatOggOpus)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,16 +69,16 @@ func (f funcProvider) Synthesize(_ context.Context, text, _ string, want message
 }
 
 func TestSynthesizer_Conversions(t *testing.T) {
-	tone := sine(16000, 1, 300, 0.5)
-	ogg, err := EncodeOggOpus(context.Background(), tone, OpusOptions{})
+	tone := audiotest.Sine(16000, 1, 300, 0.5)
+	ogg, err := audio.EncodeOggOpus(context.Background(), tone, audio.OpusOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clips := map[string]Clip{"wav": {Data: EncodeWAV(tone)}, "ogg": {Data: ogg}, "pcm": {PCM: tone}}
+	clips := map[string]Clip{"wav": {Data: audio.EncodeWAV(tone)}, "ogg": {Data: ogg}, "pcm": {PCM: tone}}
 	for name, clip := range clips {
 		for _, f := range []messages.AudioFormat{messages.FormatOggOpus, messages.FormatMP3} {
 			if f == messages.FormatMP3 {
-				needTool(t, "lame", "lame")
+				audiotest.NeedTool(t, "lame", "lame")
 			}
 			s := &Synthesizer{Provider: funcProvider{fn: func(string, messages.AudioFormat) (Clip, error) { return clip, nil }}}
 			sp, err := s.Speak(context.Background(), "x", "", f)
@@ -84,9 +86,9 @@ func TestSynthesizer_Conversions(t *testing.T) {
 				t.Errorf("%s → %v: %v", name, f, err)
 				continue
 			}
-			want := map[messages.AudioFormat]Container{messages.FormatOggOpus: ContainerOggOpus, messages.FormatMP3: ContainerMP3}[f]
-			if Sniff(sp.Data) != want || sp.Format != f {
-				t.Errorf("%s → %v: got %v", name, f, Sniff(sp.Data))
+			want := map[messages.AudioFormat]audio.Container{messages.FormatOggOpus: audio.ContainerOggOpus, messages.FormatMP3: audio.ContainerMP3}[f]
+			if audio.Sniff(sp.Data) != want || sp.Format != f {
+				t.Errorf("%s → %v: got %v", name, f, audio.Sniff(sp.Data))
 			}
 			if (sp.Duration - time.Second).Abs() > 25*time.Millisecond {
 				t.Errorf("%s → %v: duration %v", name, f, sp.Duration)
@@ -96,7 +98,9 @@ func TestSynthesizer_Conversions(t *testing.T) {
 }
 
 func TestSynthesizer_Refusals(t *testing.T) {
-	ok := funcProvider{fn: func(string, messages.AudioFormat) (Clip, error) { return Clip{PCM: sine(24000, 0.1, 300, 0.5)}, nil }}
+	ok := funcProvider{fn: func(string, messages.AudioFormat) (Clip, error) {
+		return Clip{PCM: audiotest.Sine(24000, 0.1, 300, 0.5)}, nil
+	}}
 	s := &Synthesizer{Provider: ok}
 	if _, err := s.Speak(context.Background(), "hi", "", 0); !errors.Is(err, ErrUnsupportedFormat) {
 		t.Errorf("zero format: %v, want ErrUnsupportedFormat (no default)", err)
@@ -104,8 +108,8 @@ func TestSynthesizer_Refusals(t *testing.T) {
 	if _, err := s.Speak(context.Background(), " \n\t", "", messages.FormatOggOpus); !errors.Is(err, ErrEmptyText) {
 		t.Errorf("blank text: %v, want ErrEmptyText", err)
 	}
-	silent := &Synthesizer{Provider: funcProvider{fn: func(string, messages.AudioFormat) (Clip, error) { return Clip{PCM: PCM{Rate: 22050}}, nil }}}
-	if _, err := silent.Speak(context.Background(), "hi", "", messages.FormatOggOpus); !errors.Is(err, ErrEmptyAudio) {
+	silent := &Synthesizer{Provider: funcProvider{fn: func(string, messages.AudioFormat) (Clip, error) { return Clip{PCM: audio.PCM{Rate: 22050}}, nil }}}
+	if _, err := silent.Speak(context.Background(), "hi", "", messages.FormatOggOpus); !errors.Is(err, audio.ErrEmptyAudio) {
 		t.Errorf("empty PCM: %v, want ErrEmptyAudio", err)
 	}
 	failing := &Synthesizer{Provider: funcProvider{fn: func(string, messages.AudioFormat) (Clip, error) { return Clip{}, errors.New("engine on fire") }}}
@@ -115,7 +119,7 @@ func TestSynthesizer_Refusals(t *testing.T) {
 	var got string
 	limited := &Synthesizer{Provider: funcProvider{limit: 5, fn: func(text string, _ messages.AudioFormat) (Clip, error) {
 		got = text
-		return Clip{PCM: sine(24000, 0.1, 300, 0.5)}, nil
+		return Clip{PCM: audiotest.Sine(24000, 0.1, 300, 0.5)}, nil
 	}}}
 	sp, err := limited.Speak(context.Background(), "one two three", "", messages.FormatOggOpus)
 	if err != nil || !sp.Truncated || got != "one" {

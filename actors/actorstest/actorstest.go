@@ -32,8 +32,8 @@ func (w *WaitAdapter) Sends() int64 { return w.sends.Load() }
 var _ platforms.Adapter = (*WaitAdapter)(nil)
 
 // Capabilities implements platforms.Adapter.
-func (w *WaitAdapter) Capabilities() platforms.Capabilities {
-	return platforms.Capabilities{Platform: messages.Web, VoiceFormat: messages.FormatMP3}
+func (w *WaitAdapter) Capabilities() messages.Capabilities {
+	return messages.Capabilities{Platform: messages.Web, VoiceFormat: messages.FormatMP3}
 }
 
 // Run implements platforms.Adapter.

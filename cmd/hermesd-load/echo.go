@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/hermesd/hermesd/retry"
 )
 
 // runTelegramEcho is the baseline: a Telegram bot as anyone writes it in a
@@ -36,7 +38,7 @@ func runTelegramEcho(ctx context.Context, spec botSpec, log *slog.Logger) error 
 		if err := callJSON(ctx, hc, http.MethodPost, api+"getUpdates", nil, poll, &botAPIAnswer{Result: &updates}); err != nil {
 			if ctx.Err() == nil {
 				log.Error("echo: getUpdates", "err", err)
-				sleepCtx(ctx, time.Second)
+				_ = retry.Sleep(ctx, time.Second)
 			}
 			continue
 		}
@@ -138,14 +140,4 @@ func callJSON(ctx context.Context, hc *http.Client, method, url string, header h
 		return fmt.Errorf("decode the answer of %s: %w", method, err)
 	}
 	return nil
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/store"
-	"github.com/hermesd/hermesd/tts"
 )
 
 const doctorUsage = `Usage: hermesd doctor [-offline] [-timeout d]
@@ -188,7 +188,7 @@ func doctorTools(w io.Writer, t config.Tools) {
 // and lame by encoding; it returns how many checks failed.
 func doctorSpeech(ctx context.Context, w io.Writer, p *prober, cfg config.Config) int {
 	failed := 0
-	pcm := tts.PCM{Samples: make([]int16, 1600), Rate: 16000} // 0.1 s of silence
+	pcm := audio.PCM{Samples: make([]int16, 1600), Rate: 16000} // 0.1 s of silence
 
 	if cfg.TTSProvider == "espeak" {
 		if _, err := exec.LookPath("espeak-ng"); err != nil {

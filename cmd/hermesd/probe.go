@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/tts"
@@ -148,26 +149,26 @@ func (p *prober) DiscordBot(ctx context.Context, apiURL, token string) (string, 
 
 // Espeak speaks a word through the same provider the daemon uses, with the
 // configured voice, and returns the PCM.
-func (p *prober) Espeak(ctx context.Context, voice string) (tts.PCM, error) {
+func (p *prober) Espeak(ctx context.Context, voice string) (audio.PCM, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	clip, err := (&tts.Espeak{Voice: voice}).Synthesize(ctx, "ready", "", messages.FormatMP3)
 	if err != nil {
-		return tts.PCM{}, err
+		return audio.PCM{}, err
 	}
 	return clip.PCM, nil
 }
 
 // Lame encodes pcm to MP3 through the daemon's encoder and checks that an
 // MP3 came out.
-func (p *prober) Lame(ctx context.Context, pcm tts.PCM) error {
+func (p *prober) Lame(ctx context.Context, pcm audio.PCM) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	b, err := tts.EncodeMP3(ctx, pcm)
+	b, err := audio.EncodeMP3(ctx, pcm)
 	if err != nil {
 		return err
 	}
-	if _, err := tts.DecodeMP3(b); err != nil {
+	if _, err := audio.DecodeMP3(b); err != nil {
 		return fmt.Errorf("lame wrote something that is not an MP3: %w", err)
 	}
 	return nil

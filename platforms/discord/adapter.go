@@ -10,7 +10,7 @@
 //   - discordgo's gateway reader calls onMessageCreate synchronously
 //     (SyncEvents), so events arrive in gateway order; the handler only
 //     filters and queues, it never blocks.
-//   - one worker per channel with pending messages (order.go) admits,
+//   - one worker per channel with pending messages (a keyed.Queue) admits,
 //     transcribes and hands them to Inbound in order; it exits when the
 //     channel's queue is empty. Channels never wait for each other.
 //   - the health watcher (health.go) notices a gateway that stopped
@@ -35,8 +35,10 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"github.com/gorilla/websocket"
 
+	"github.com/hermesd/hermesd/keyed"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/retry"
 )
 
 var (
@@ -88,6 +90,9 @@ type Config struct {
 	// guild channel and answers there, so a conversation does not flood the
 	// channel. The session is then the thread's.
 	AutoThread bool
+	// NoThreadChannels are guild channel ids where AutoThread does not
+	// apply: the bot answers in the channel itself.
+	NoThreadChannels []string
 	// SharedChannelSessions makes one session per guild channel instead of
 	// one per user in it. Threads are always shared.
 	SharedChannelSessions bool
@@ -153,6 +158,7 @@ type Adapter struct {
 	deps           Deps // the metrics hooks, read by observe
 	requireMention bool
 	free           map[string]bool
+	noThread       map[string]bool // cfg.NoThreadChannels
 
 	gate  platforms.Gate
 	log   *slog.Logger
@@ -173,7 +179,7 @@ type Adapter struct {
 
 // runState is what the gateway handlers need while Run runs.
 type runState struct {
-	queue *keyedQueue[*discordgo.Message]
+	queue *keyed.Queue[string, *discordgo.Message]
 }
 
 // New validates cfg and prepares an adapter; it does not connect (Run does).
@@ -241,6 +247,7 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 		deps:           deps,
 		requireMention: cfg.RequireMention == nil || *cfg.RequireMention,
 		free:           make(map[string]bool, len(cfg.FreeResponseChannels)),
+		noThread:       make(map[string]bool, len(cfg.NoThreadChannels)),
 		gate:           deps.Gate,
 		log:            log.With("platform", string(messages.Discord)),
 		stt:            deps.Transcriber,
@@ -254,6 +261,9 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 	for _, id := range cfg.FreeResponseChannels {
 		a.free[strings.TrimSpace(id)] = true
 	}
+	for _, id := range cfg.NoThreadChannels {
+		a.noThread[strings.TrimSpace(id)] = true
+	}
 	dg.AddHandler(a.onReady)
 	dg.AddHandler(a.onResumed)
 	dg.AddHandler(a.onConnect)
@@ -263,8 +273,8 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 }
 
 // Capabilities declares Discord's voice format and limits.
-func (a *Adapter) Capabilities() platforms.Capabilities {
-	return platforms.Capabilities{
+func (a *Adapter) Capabilities() messages.Capabilities {
+	return messages.Capabilities{
 		Platform:    messages.Discord,
 		VoiceFormat: messages.FormatOggOpus,
 		VoiceNotes:  true,
@@ -291,15 +301,23 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	q := newKeyedQueue(runCtx, a.cfg.ChannelBacklog, a.log, func(ctx context.Context, m *discordgo.Message) {
+	// One worker per channel with messages waiting restores gateway order
+	// per channel while a slow channel holds up only itself; a panic in one
+	// message loses neither the daemon nor the channel's later messages.
+	q := keyed.New(runCtx, func(ctx context.Context, _ *keyed.Lane[string, *discordgo.Message], m *discordgo.Message) {
 		a.handleMessage(ctx, in, m)
+	}, keyed.Options[string, *discordgo.Message]{
+		Limit: a.cfg.ChannelBacklog,
+		Recover: func(channel string, m *discordgo.Message, r any) {
+			a.log.Error("panic handling message", "channel", channel, "message_id", m.ID, "panic", r)
+		},
 	})
 	a.run.Store(&runState{queue: q})
 	defer a.run.Store(nil)
 
 	a.closing.Store(false)
 	if err := a.open(runCtx); err != nil {
-		q.close()
+		q.Close()
 		if runCtx.Err() != nil {
 			return nil
 		}
@@ -314,7 +332,7 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 	if err := a.dg.Close(); err != nil {
 		a.log.Warn("close gateway", "err", err)
 	}
-	q.close()
+	q.Close()
 	watch.Wait()
 	a.health.setConnected(false)
 	return nil
@@ -324,7 +342,7 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 // backoff until ctx ends. discordgo's Open is not cancellable; each attempt
 // is bounded by the dialer's and HTTP client's timeouts.
 func (a *Adapter) open(ctx context.Context) error {
-	backoff := time.Second
+	back := retry.Backoff{First: time.Second, Max: time.Minute}
 	for {
 		err := a.dg.Open()
 		if err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen) {
@@ -342,11 +360,11 @@ func (a *Adapter) open(ctx context.Context) error {
 			a.log.Error("gateway refused", "err", wrapped)
 			return wrapped
 		}
-		a.log.Warn("gateway connect failed; retrying", "err", wrapped, "in", backoff)
-		if err := sleepCtx(ctx, backoff); err != nil {
+		wait := back.Next()
+		a.log.Warn("gateway connect failed; retrying", "err", wrapped, "in", wait)
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return err
 		}
-		backoff = min(backoff*2, time.Minute)
 	}
 }
 
@@ -414,19 +432,4 @@ func (a *Adapter) self() string {
 		return *p
 	}
 	return ""
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

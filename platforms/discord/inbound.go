@@ -35,7 +35,7 @@ func (a *Adapter) onMessageCreate(_ *discordgo.Session, e *discordgo.MessageCrea
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread-created notices
 	}
-	if !rs.queue.push(m.ChannelID, m) {
+	if !rs.queue.Push(m.ChannelID, m) {
 		a.log.Warn("channel backlog full or shutting down; message dropped",
 			"channel", m.ChannelID, "message_id", m.ID)
 	}
@@ -89,7 +89,7 @@ func (a *Adapter) handleMessage(ctx context.Context, in platforms.Inbound, m *di
 		return
 	}
 
-	if a.cfg.AutoThread && !direct && !info.thread {
+	if a.cfg.AutoThread && !direct && !info.thread && !a.noThread[m.ChannelID] {
 		if ts, err := a.startThread(ctx, log, m, text); err != nil {
 			log.Warn("auto-thread failed; answering in the channel", "err", err)
 		} else {

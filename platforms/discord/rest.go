@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/hermesd/hermesd/retry"
 )
 
 // Discord JSON error codes the adapter acts on.
@@ -80,6 +82,8 @@ func (a *Adapter) do(ctx context.Context, r request) ([]byte, error) {
 	if maxAttempts <= 0 {
 		maxAttempts = a.cfg.MaxAttempts
 	}
+	// After a server or network error: 250 ms, 500 ms, 1 s, … capped at 5 s.
+	back := retry.Backoff{First: 250 * time.Millisecond, Max: 5 * time.Second}
 	for attempt := 1; ; attempt++ {
 		if err := a.waitBucket(ctx, r); err != nil {
 			return nil, err
@@ -99,7 +103,7 @@ func (a *Adapter) do(ctx context.Context, r request) ([]byte, error) {
 		if isAPI && !apiErr.Temporary() {
 			return nil, err
 		}
-		wait := backoff(attempt)
+		wait := back.Next()
 		if isAPI && apiErr.Status == http.StatusTooManyRequests {
 			wait = max(apiErr.RetryAfter, 50*time.Millisecond)
 			if wait > a.cfg.MaxRetryWait {
@@ -116,7 +120,7 @@ func (a *Adapter) do(ctx context.Context, r request) ([]byte, error) {
 			log = a.log
 		}
 		log.Debug("retrying REST call", "op", r.op, "attempt", attempt, "in", wait, "err", err)
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return nil, fmt.Errorf("discord: %s: %w", r.op, err)
 		}
 	}
@@ -139,17 +143,10 @@ func (a *Adapter) waitBucket(ctx context.Context, r request) error {
 	if wait > a.cfg.MaxRetryWait {
 		return &APIError{Op: r.op, Status: http.StatusTooManyRequests, Message: "rate limited", RetryAfter: wait}
 	}
-	if err := sleepCtx(ctx, wait); err != nil {
+	if err := retry.Sleep(ctx, wait); err != nil {
 		return fmt.Errorf("discord: %s: waiting for rate limit: %w", r.op, err)
 	}
 	return nil
-}
-
-// backoff is the wait before retry number attempt+1 after a server or
-// network error: 250 ms, 500 ms, 1 s, … capped at 5 s.
-func backoff(attempt int) time.Duration {
-	d := 250 * time.Millisecond << min(attempt-1, 5)
-	return min(d, 5*time.Second)
 }
 
 // sanitize turns discordgo's errors into *APIError, so that no discordgo

@@ -11,8 +11,8 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/messages"
-	"github.com/hermesd/hermesd/tts"
 )
 
 // Discord voice messages (flag IS_VOICE_MESSAGE): exactly one Ogg/Opus
@@ -167,15 +167,15 @@ func fallbackNotice(reason error) string {
 	return "(This channel does not allow voice messages or audio files, so the voice reply could not be sent.)"
 }
 
-// isOggOpus reports whether b is an Ogg/Opus stream (tts.Sniff: a valid,
+// isOggOpus reports whether b is an Ogg/Opus stream (audio.Sniff: a valid,
 // CRC-checked first page holding an OpusHead). Anything else is not sent as
 // a voice message.
-func isOggOpus(b []byte) bool { return tts.Sniff(b) == tts.ContainerOggOpus }
+func isOggOpus(b []byte) bool { return audio.Sniff(b) == audio.ContainerOggOpus }
 
 // oggDuration is the length of an Ogg/Opus stream in seconds (last granule
 // less the pre-skip); 0 when it cannot tell.
 func oggDuration(b []byte) float64 {
-	d, err := tts.OggOpusDuration(b)
+	d, err := audio.OggOpusDuration(b)
 	if err != nil {
 		return 0
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/retry"
 )
 
 var (
@@ -105,6 +106,9 @@ type Config struct {
 	// RequireMentionInGroups makes the bot answer in groups only when
 	// mentioned (@botname), replied to, or sent a command.
 	RequireMentionInGroups bool
+	// FreeResponseChats are group chat ids where the bot answers every
+	// message even when RequireMentionInGroups is on.
+	FreeResponseChats []int64
 	// SharedGroupSessions gives a group one conversation for everyone instead
 	// of one per user. Forum topics are always shared.
 	SharedGroupSessions bool
@@ -251,9 +255,11 @@ type Adapter struct {
 	botID int64
 
 	out *outbox
+	// free holds cfg.FreeResponseChats for the per-message check.
+	free map[int64]bool
 
 	running   atomic.Bool
-	me        atomic.Pointer[identity]
+	me        atomic.Pointer[botAccount]
 	readyMu   sync.Mutex
 	ready     chan struct{}
 	hookAddr  atomic.Pointer[string]
@@ -262,8 +268,9 @@ type Adapter struct {
 	lastErr   string
 }
 
-// identity is the bot's own account, learned from getMe.
-type identity struct {
+// botAccount is the bot's own Telegram account, learned from getMe (not to
+// be confused with hermesd's identity: the Session bound to an actor).
+type botAccount struct {
 	id       int64
 	username string
 }
@@ -286,6 +293,10 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 		store: deps.Store,
 		stt:   deps.Transcriber,
 		ready: make(chan struct{}),
+		free:  make(map[int64]bool, len(cfg.FreeResponseChats)),
+	}
+	for _, id := range cfg.FreeResponseChats {
+		a.free[id] = true
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -324,8 +335,8 @@ func New(cfg Config, deps Deps) (*Adapter, error) {
 
 // Capabilities declares Telegram's voice format and limits once, for the TTS
 // actor and the outbox.
-func (a *Adapter) Capabilities() platforms.Capabilities {
-	return platforms.Capabilities{
+func (a *Adapter) Capabilities() messages.Capabilities {
+	return messages.Capabilities{
 		Platform:      messages.Telegram,
 		VoiceFormat:   messages.FormatOggOpus,
 		VoiceNotes:    true,
@@ -431,13 +442,13 @@ const TokenHint = "create a token with @BotFather, set TELEGRAM_BOT_TOKEN"
 // identify calls getMe until it works: mentions in groups need the bot's
 // username. A rejected token ends Run.
 func (a *Adapter) identify(ctx context.Context) error {
-	backoff := newBackoff(500*time.Millisecond, 30*time.Second)
+	backoff := retry.NewBackoff(500*time.Millisecond, 30*time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 		u, err := a.bot.GetMe(cctx)
 		cancel()
 		if err == nil {
-			a.me.Store(&identity{id: u.ID, username: u.Username})
+			a.me.Store(&botAccount{id: u.ID, username: u.Username})
 			a.log.Info("telegram bot identified", "bot_id", u.ID, "username", u.Username)
 			return nil
 		}
@@ -448,7 +459,7 @@ func (a *Adapter) identify(ctx context.Context) error {
 		}
 		a.noteError(err)
 		a.log.Warn("telegram getMe failed; retrying", "err", err)
-		if err := backoff.wait(ctx); err != nil {
+		if err := backoff.Wait(ctx); err != nil {
 			return err
 		}
 	}

@@ -127,12 +127,3 @@ func appendTrimmed(out [][2]int, s string, start, end int) [][2]int {
 	}
 	return out
 }
-
-// splitPlain cuts plain text into chunks of at most limit UTF-16 units.
-func splitPlain(s string, limit int) []string {
-	var out []string
-	for _, r := range splitRanges(s, limit) {
-		out = append(out, s[r[0]:r[1]])
-	}
-	return out
-}

@@ -6,6 +6,17 @@ import (
 	"unicode/utf8"
 )
 
+// splitPlain is the text of each range splitRanges cuts s into: what a
+// reader of the chunks sees. (Production code sends the ranges with their
+// entities; only the tests want the bare text.)
+func splitPlain(s string, limit int) []string {
+	var out []string
+	for _, r := range splitRanges(s, limit) {
+		out = append(out, s[r[0]:r[1]])
+	}
+	return out
+}
+
 func TestSplitPlain_PrefersParagraphsThenLinesThenWords(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -13,6 +13,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/retry"
 )
 
 // build turns the parts into a UserMessage. A non-empty notice is for the
@@ -97,7 +98,7 @@ func (p *pipeline) transcribe(ctx context.Context, v *models.Voice, log *slog.Lo
 		return "", tooLarge(v.FileSize), nil
 	}
 	var data []byte
-	back := newBackoff(300*time.Millisecond, 3*time.Second)
+	back := retry.NewBackoff(300*time.Millisecond, 3*time.Second)
 	var err error
 	for try := 0; try < 3; try++ {
 		data, err = p.fetchFile(ctx, v.FileID, limit)
@@ -107,7 +108,7 @@ func (p *pipeline) transcribe(ctx context.Context, v *models.Voice, log *slog.Lo
 		if kind, _ := classify(ctx, err); kind != failTransient && kind != failUncertain {
 			break
 		}
-		if back.wait(ctx) != nil {
+		if back.Wait(ctx) != nil {
 			break
 		}
 	}
@@ -156,7 +157,7 @@ func (p *pipeline) fetchFile(ctx context.Context, fileID string, limit int64) ([
 // addressed reports whether a group message is meant for the bot: it
 // mentions @botname, replies to the bot, or is a command (for the bot, or
 // for no bot in particular).
-func addressed(m *models.Message, me *identity) bool {
+func addressed(m *models.Message, me *botAccount) bool {
 	if me == nil {
 		return false
 	}
@@ -202,7 +203,7 @@ func isWordByte(c byte) bool {
 
 // cleanText turns "/cmd@botname args" into "/cmd args" and, in groups,
 // removes "@botname" mentions: the model sees what the user meant.
-func cleanText(text string, group bool, me *identity) string {
+func cleanText(text string, group bool, me *botAccount) string {
 	if me == nil || me.username == "" {
 		return text
 	}

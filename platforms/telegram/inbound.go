@@ -12,8 +12,10 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/hermesd/hermesd/keyed"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/retry"
 )
 
 const (
@@ -52,7 +54,7 @@ const (
 type pipeline struct {
 	a   *Adapter
 	in  platforms.Inbound
-	seq *sequencer
+	seq *keyed.Queue[string, *update]
 
 	stopOnce sync.Once
 }
@@ -66,7 +68,7 @@ func newPipeline(ctx context.Context, a *Adapter, in platforms.Inbound) *pipelin
 // stop waits for the updates in flight after the context ended.
 func (p *pipeline) stop() {
 	p.stopOnce.Do(func() {
-		if !p.seq.wait(shutdownGrace) {
+		if !p.seq.Wait(shutdownGrace) {
 			p.a.log.Error("telegram: updates still in flight after the shutdown grace; leaving them")
 		}
 	})
@@ -121,7 +123,7 @@ func (p *pipeline) dispatch(pr probe, raw []byte, recv time.Time, settle func(bo
 			return
 		}
 		u.sess = s
-		p.seq.push(u)
+		p.enqueue(u)
 		return
 	}
 	m := upd.Message
@@ -137,7 +139,16 @@ func (p *pipeline) dispatch(pr probe, raw []byte, recv time.Time, settle func(bo
 		return
 	}
 	u.sess = s
-	p.seq.push(u)
+	p.enqueue(u)
+}
+
+// enqueue queues u behind the earlier updates of its session; when it
+// cannot (shutdown began, or the session's backlog is full) u is abandoned
+// at once, to come again.
+func (p *pipeline) enqueue(u *update) {
+	if !p.seq.Push(u.sess.Key(), u) {
+		u.settle(false)
+	}
 }
 
 // sessionOf names the conversation a message belongs to: the private chat, a
@@ -164,7 +175,7 @@ func (a *Adapter) sessionOf(chatType string, chat int64, thread int, isTopic boo
 
 // handle takes one update through gate, dedup, content and Inbound. It runs
 // on the session's worker, so updates of one session never overlap.
-func (p *pipeline) handle(ctx context.Context, q *queue, u *update) {
+func (p *pipeline) handle(ctx context.Context, q *lane, u *update) {
 	a := p.a
 	log := a.log.With("session", u.sess.Key(), "update_id", u.id)
 	if u.bad != nil {
@@ -178,7 +189,7 @@ func (p *pipeline) handle(ctx context.Context, q *queue, u *update) {
 		u.settle(true)
 		return
 	}
-	if !private && a.cfg.RequireMentionInGroups && !addressed(m, me) {
+	if !private && a.cfg.RequireMentionInGroups && !a.free[m.Chat.ID] && !addressed(m, me) {
 		log.Debug("telegram group message not addressed to the bot")
 		u.settle(true)
 		return
@@ -269,7 +280,7 @@ func (a *Adapter) seenID(id int64, step string) string {
 // sees it twice, with the same message id, and never loses it. Store errors
 // are retried until ctx ends.
 func (p *pipeline) claim(ctx context.Context, id int64, log *slog.Logger) (bool, error) {
-	back := newBackoff(200*time.Millisecond, 5*time.Second)
+	back := retry.NewBackoff(200*time.Millisecond, 5*time.Second)
 	for {
 		first, err := p.a.store.MarkSeen(ctx, messages.Telegram, p.a.seenID(id, "claim"))
 		if err == nil && first {
@@ -290,7 +301,7 @@ func (p *pipeline) claim(ctx context.Context, id int64, log *slog.Logger) (bool,
 		}
 		p.a.noteError(err)
 		log.Warn("telegram: store unavailable for dedup; retrying", "err", err)
-		if err := back.wait(ctx); err != nil {
+		if err := back.Wait(ctx); err != nil {
 			return false, err
 		}
 	}
@@ -307,7 +318,7 @@ func (p *pipeline) markDone(ctx context.Context, parts []*update, log *slog.Logg
 			if _, err = p.a.store.MarkSeen(dctx, messages.Telegram, p.a.seenID(part.id, "done")); err == nil {
 				break
 			}
-			if sleepCtx(dctx, 200*time.Millisecond) != nil {
+			if retry.Sleep(dctx, 200*time.Millisecond) != nil {
 				break
 			}
 		}
@@ -319,16 +330,17 @@ func (p *pipeline) markDone(ctx context.Context, parts []*update, log *slog.Logg
 
 // mergeSplit collects the continuations of a text that Telegram's client
 // split at the length limit: texts from the same sender that follow at once.
-func (p *pipeline) mergeSplit(ctx context.Context, q *queue, u *update, log *slog.Logger) []*update {
+func (p *pipeline) mergeSplit(ctx context.Context, q *lane, u *update, log *slog.Logger) []*update {
 	parts := []*update{u}
 	size := int64(len(u.msg.Text))
 	last := u
 	for utf16Len(last.msg.Text) >= splitThreshold {
-		next := q.peek(ctx, splitWait)
-		if next == nil || !continues(last, next) || size+int64(len(next.msg.Text)) > p.a.cfg.MaxInboundBytes {
+		next, ok := q.TakeIf(ctx, splitWait, func(next *update) bool {
+			return continues(last, next) && size+int64(len(next.msg.Text)) <= p.a.cfg.MaxInboundBytes
+		})
+		if !ok {
 			break
 		}
-		q.take(next)
 		fresh, err := p.claim(ctx, next.id, log)
 		if err != nil {
 			next.settle(false)

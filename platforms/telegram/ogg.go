@@ -3,17 +3,17 @@ package telegram
 import (
 	"math"
 
-	"github.com/hermesd/hermesd/tts"
+	"github.com/hermesd/hermesd/audio"
 )
 
 // sniffAudio tells what audio really is, whatever the Delivery claims: a
 // voice bubble is only ever made from bytes that are Ogg/Opus. The bytes
-// are judged by tts.Sniff, the one sniffer hermesd has.
+// are judged by audio.Sniff, the one sniffer hermesd has.
 func sniffAudio(b []byte) string {
-	switch tts.Sniff(b) {
-	case tts.ContainerOggOpus:
+	switch audio.Sniff(b) {
+	case audio.ContainerOggOpus:
 		return "ogg/opus"
-	case tts.ContainerMP3:
+	case audio.ContainerMP3:
 		return "mp3"
 	}
 	return ""
@@ -22,7 +22,7 @@ func sniffAudio(b []byte) string {
 // oggOpusSeconds is the duration of an Ogg/Opus stream (last granule less
 // the pre-skip); 0 if it cannot tell.
 func oggOpusSeconds(b []byte) float64 {
-	d, err := tts.OggOpusDuration(b)
+	d, err := audio.OggOpusDuration(b)
 	if err != nil {
 		return 0
 	}

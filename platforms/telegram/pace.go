@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/hermesd/hermesd/retry"
 )
 
 // Telegram's documented sending limits
@@ -181,7 +183,7 @@ func (o *outbox) pace(ctx context.Context, s *chatSlot) error {
 		}
 	}
 	o.mu.Unlock()
-	if err := sleepCtx(ctx, time.Until(at)); err != nil {
+	if err := retry.Sleep(ctx, time.Until(at)); err != nil {
 		return err
 	}
 
@@ -189,7 +191,7 @@ func (o *outbox) pace(ctx context.Context, s *chatSlot) error {
 	grant := o.global.earliest(time.Now())
 	o.global.commit(grant)
 	o.mu.Unlock()
-	if err := sleepCtx(ctx, time.Until(grant)); err != nil {
+	if err := retry.Sleep(ctx, time.Until(grant)); err != nil {
 		return err
 	}
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+
+	"github.com/hermesd/hermesd/retry"
 )
 
 // Why the adapter polls with its own getUpdates loop.
@@ -163,7 +165,7 @@ func (a *Adapter) runPolling(ctx context.Context, p *pipeline) error {
 	// first long poll returns (which takes up to PollTimeout when idle).
 	a.setConnected(true)
 	a.markReady()
-	back := newBackoff(100*time.Millisecond, 5*time.Second)
+	back := retry.NewBackoff(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
 		persist(ctx)
 		w := tr.watermark()
@@ -185,7 +187,7 @@ func (a *Adapter) runPolling(ctx context.Context, p *pipeline) error {
 			}
 			continue
 		}
-		back.reset()
+		back.Reset()
 		a.setConnected(true)
 		recv := time.Now()
 		fresh := 0
@@ -224,7 +226,7 @@ func (a *Adapter) runPolling(ctx context.Context, p *pipeline) error {
 // pollFailed handles a failed getUpdates: a rejected token ends Run; a
 // conflict (a webhook, or another instance polling) and everything else are
 // logged and retried with backoff.
-func (a *Adapter) pollFailed(ctx context.Context, err error, back *backoff) error {
+func (a *Adapter) pollFailed(ctx context.Context, err error, back *retry.Backoff) error {
 	a.setConnected(false)
 	a.noteError(err)
 	switch {
@@ -242,19 +244,19 @@ func (a *Adapter) pollFailed(ctx context.Context, err error, back *backoff) erro
 	default:
 		if kind, wait := classify(ctx, err); kind == failRateLimited {
 			a.log.Warn("telegram: getUpdates rate limited", "retry_after", wait)
-			_ = sleepCtx(ctx, wait)
+			_ = retry.Sleep(ctx, wait)
 			return nil
 		}
 		a.log.Warn("telegram: getUpdates failed; retrying", "err", err)
 	}
-	_ = back.wait(ctx)
+	_ = back.Wait(ctx)
 	return nil
 }
 
 // retryUntil runs fn until it succeeds, with backoff; a rejected token or
 // the end of ctx stops it (the latter returning nil: Run is shutting down).
 func (a *Adapter) retryUntil(ctx context.Context, what string, fn func(context.Context) error) error {
-	back := newBackoff(200*time.Millisecond, 10*time.Second)
+	back := retry.NewBackoff(200*time.Millisecond, 10*time.Second)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 		err := fn(cctx)
@@ -272,7 +274,7 @@ func (a *Adapter) retryUntil(ctx context.Context, what string, fn func(context.C
 		}
 		a.noteError(err)
 		a.log.Warn("telegram: "+what+" failed; retrying", "err", err)
-		if back.wait(ctx) != nil {
+		if back.Wait(ctx) != nil {
 			return nil
 		}
 	}

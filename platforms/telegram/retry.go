@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"time"
 
 	"github.com/go-telegram/bot"
+
+	"github.com/hermesd/hermesd/retry"
 )
 
 // Retry budgets of one outgoing call.
@@ -98,7 +99,7 @@ func isVoiceForbidden(err error) bool {
 // 403 as ErrBlocked/ErrForbidden, neither retried; a 400 is returned for the
 // caller to fall back.
 func (a *Adapter) attempt(ctx context.Context, slot *chatSlot, key, method string, fn func(ctx context.Context) error) error {
-	back := newBackoff(500*time.Millisecond, 4*time.Second)
+	back := retry.NewBackoff(500*time.Millisecond, 4*time.Second)
 	rateLimited, transient := 0, 0
 	for {
 		if err := a.out.pace(ctx, slot); err != nil {
@@ -118,7 +119,7 @@ func (a *Adapter) attempt(ctx context.Context, slot *chatSlot, key, method strin
 				return fmt.Errorf("%s: %w after %d retries: %w", method, ErrRateLimited, maxRateLimitRetries, err)
 			}
 			a.log.Warn("telegram rate limit; waiting", "session", key, "method", method, "retry_after", wait)
-			if err := sleepCtx(ctx, wait); err != nil {
+			if err := retry.Sleep(ctx, wait); err != nil {
 				return fmt.Errorf("%s: waiting out a 429: %w", method, err)
 			}
 		case failTransient:
@@ -126,7 +127,7 @@ func (a *Adapter) attempt(ctx context.Context, slot *chatSlot, key, method strin
 				return fmt.Errorf("%s: giving up after %d retries: %w", method, maxTransientRetries, err)
 			}
 			a.log.Warn("telegram call failed; retrying", "session", key, "method", method, "err", err)
-			if err := back.wait(ctx); err != nil {
+			if err := back.Wait(ctx); err != nil {
 				return fmt.Errorf("%s: %w", method, err)
 			}
 		case failUncertain:
@@ -140,40 +141,6 @@ func (a *Adapter) attempt(ctx context.Context, slot *chatSlot, key, method strin
 		default:
 			return fmt.Errorf("%s: %w", method, err)
 		}
-	}
-}
-
-// backoff is an exponential delay with jitter.
-type backoff struct {
-	next, first, max time.Duration
-}
-
-func newBackoff(first, max time.Duration) *backoff {
-	return &backoff{next: first, first: first, max: max}
-}
-
-// wait sleeps the current delay (±20 %) and doubles it, up to max.
-func (b *backoff) wait(ctx context.Context) error {
-	d := b.next
-	d += time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
-	b.next = min(2*b.next, b.max)
-	return sleepCtx(ctx, d)
-}
-
-func (b *backoff) reset() { b.next = b.first }
-
-// sleepCtx sleeps d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -95,8 +95,8 @@ func New(o Options) *Adapter {
 
 // Capabilities implements platforms.Adapter: no voice notes, so voice
 // replies are MP3, which every browser plays.
-func (a *Adapter) Capabilities() platforms.Capabilities {
-	return platforms.Capabilities{Platform: messages.Web, VoiceFormat: messages.FormatMP3}
+func (a *Adapter) Capabilities() messages.Capabilities {
+	return messages.Capabilities{Platform: messages.Web, VoiceFormat: messages.FormatMP3}
 }
 
 // Run implements platforms.Adapter: the web chat has no connection of its

@@ -151,6 +151,14 @@ func (s *Server) FailPosts(channel string, n int, f Failure) {
 	}
 }
 
+// ForbidThreads makes channel refuse to start threads with 50013 Missing
+// Permissions, as a channel where the bot lacks CREATE_PUBLIC_THREADS does.
+func (s *Server) ForbidThreads(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noThreads[channel] = true
+}
+
 // ForbidVoice makes channel refuse every voice message (flag 8192) with
 // 50173, as a channel without SEND_VOICE_MESSAGES does. Plain attachments
 // still go through.
@@ -462,6 +470,12 @@ func (s *Server) handleThreadStart(w http.ResponseWriter, r *http.Request) {
 	}
 	parent := r.PathValue("id")
 	s.mu.Lock()
+	if s.noThreads[parent] {
+		s.mu.Unlock()
+		f := MissingPermissions()
+		writeFailure(w, f)
+		return
+	}
 	c := Channel{ID: s.newIDLocked(), Type: ChannelPublicThread, GuildID: s.channels[parent].GuildID,
 		ParentID: parent, OwnerID: BotID, Name: body.Name}
 	s.channels[c.ID] = c

@@ -101,6 +101,7 @@ type Server struct {
 	failures    map[string][]Failure
 	noVoice     map[string]bool
 	noFiles     map[string]bool
+	noThreads   map[string]bool
 	uploadLimit int
 	attempts    []Post
 	typing      map[string]int
@@ -122,6 +123,7 @@ func NewServer(tb testing.TB) *Server {
 		failures:    make(map[string][]Failure),
 		noVoice:     make(map[string]bool),
 		noFiles:     make(map[string]bool),
+		noThreads:   make(map[string]bool),
 		uploadLimit: DefaultUploadLimit,
 		typing:      make(map[string]int),
 		upgrader: websocket.Upgrader{
