@@ -20,7 +20,9 @@ const helpText = `Commands:
 /new or /reset — start a fresh conversation
 /voice on|off|tts|status — on: speak when you send voice (default); tts: speak every reply; off: never
 /busy interrupt|queue|steer — what a message does while I'm still answering: interrupt and restart with both (default), wait its turn, or steer the running answer
-/background <prompt> — work on a prompt in the background; the result arrives here`
+/background <prompt> — work on a prompt in the background; the result arrives here
+/approve [n], /deny [n] — answer a tool's request to run (a terminal command)
+/mcp — the MCP servers and their tools`
 
 // parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
 // slash followed by a letter is a command, so "/ 2" or a path stays text.
@@ -46,6 +48,10 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 		a.reply(c, m, a.status())
 	case "stop":
 		a.stop(c, m)
+	case "approve", "deny":
+		a.answerApproval(c, m, cmd == "approve", arg)
+	case "mcp":
+		a.reply(c, m, mcpList(a.rt.tools))
 	case "background", "bg":
 		if arg == "" {
 			a.reply(c, m, "Usage: /background <prompt>")
@@ -81,6 +87,7 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 // The cancelled messages get their outcome with the "Stopped" reply.
 func (a *session) stop(c actor.Context, m *messages.UserMessage) {
 	spoke := a.cancelSpeech(c)
+	a.denyAllApprovals(c, "the user sent /stop")
 	if a.turn == nil && len(a.queued) == 0 && len(a.bg) == 0 && len(a.bgWaiting) == 0 && !spoke {
 		a.reply(c, m, "Nothing is running.")
 		return

@@ -81,6 +81,8 @@ type session struct {
 	lastSeq uint64
 	// recovered, if set, is called once the work owed at activation is done.
 	recovered func()
+	// approvals are tool calls waiting for the chat (approval.go).
+	approvals approvals
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -194,6 +196,10 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleSettled(c, m)
 	case *settingsSaved:
 		a.handleSettingsSaved(c, m)
+	case *approvalRequest:
+		a.handleApprovalRequest(c, m)
+	case *approvalExpired:
+		a.handleApprovalExpired(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
 	default:

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -18,7 +19,9 @@ import (
 )
 
 // toolActor runs one tool call. It is a child of its turn, bound to the
-// turn's session, and lives exactly as long as the call. It never blocks:
+// turn's session, and lives exactly as long as the call. A tool that wants
+// approval (tools.Tool.Approve) is first put to the chat through the
+// session, and the actor waits for the answer as a message. It never blocks:
 // the tool runs on its own goroutine and its result comes back as a
 // message; a sub-agent (delegate_task) is a child of this actor whose answer
 // comes back as a message too. It reports exactly one result to its turn —
@@ -39,6 +42,8 @@ type toolActor struct {
 	start    time.Time
 	reported bool
 	expiry   *time.Timer
+	// asked is set while the call waits for its chat's approval.
+	asked bool
 	// sub is the running sub-agent and its caller's answer channel.
 	sub *subAgent
 }
@@ -76,7 +81,12 @@ func (a *toolActor) Receive(c actor.Context) {
 	a.rt.fault(KindTool, c)
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		a.begin(c)
+		a.start = time.Now()
+		if !a.askApproval(c) {
+			a.begin(c)
+		}
+	case *approvalAnswer:
+		a.handleApproval(c, m)
 	case *toolRan:
 		a.report(c, m.content, m.err)
 	case *delegateRequest:
@@ -96,7 +106,6 @@ func (a *toolActor) Receive(c actor.Context) {
 }
 
 func (a *toolActor) begin(c actor.Context) {
-	a.start = time.Now()
 	t, ok := a.rt.tools.Get(a.call.Name)
 	if !ok {
 		a.report(c, "", fmt.Errorf("unknown tool %q", a.call.Name))
@@ -116,6 +125,52 @@ func (a *toolActor) begin(c actor.Context) {
 		})
 		return &toolRan{content: content, err: err}
 	})
+}
+
+// askApproval asks the session to put the call to its chat when the tool
+// wants that, and reports whether the call now waits (or already failed
+// deciding). Waiting is a state of this actor: the answer comes back as
+// approvalAnswer.
+func (a *toolActor) askApproval(c actor.Context) bool {
+	t, ok := a.rt.tools.Get(a.call.Name)
+	if !ok || t.Approve == nil {
+		return false
+	}
+	ap, err := approvalOf(t, json.RawMessage(a.call.Arguments))
+	if err != nil {
+		a.report(c, "", err)
+		return true
+	}
+	if ap == nil {
+		return false
+	}
+	a.asked = true
+	c.Request(a.session, &approvalRequest{turn: a.turn, tool: a.call.Name, prompt: ap.Prompt, timeout: ap.Timeout})
+	return true
+}
+
+// handleApproval runs the call once approved, or reports the refusal.
+func (a *toolActor) handleApproval(c actor.Context, m *approvalAnswer) {
+	if !a.asked || a.reported {
+		return
+	}
+	a.asked = false
+	if !m.approved {
+		a.report(c, "", fmt.Errorf("%w: %s", tools.ErrDenied, m.why))
+		return
+	}
+	a.begin(c)
+}
+
+// approvalOf asks t whether a call needs approval, turning a panic into an
+// error as for Run.
+func approvalOf(t tools.Tool, args json.RawMessage) (ap *tools.Approval, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ap, err = nil, fmt.Errorf("tool %s crashed: %v", t.Name, r)
+		}
+	}()
+	return t.Approve(args)
 }
 
 // runTool runs t, turning a panic into an error result.
@@ -140,8 +195,23 @@ func (a *toolActor) report(c actor.Context, content string, err error) {
 		outcome = "error"
 	}
 	a.rt.obs.ToolCall(a.call.Name, outcome, time.Since(a.start))
-	c.Send(c.Parent(), &toolResult{callID: a.call.ID, content: content, err: err})
+	c.Send(c.Parent(), &toolResult{callID: a.call.ID, content: capResult(content), err: err})
 	c.Stop(c.Self())
+}
+
+// MaxToolResult bounds the bytes of one tool result given to the model: a
+// tool that returns 50 MB must not fill the model's context or the history.
+const MaxToolResult = 64 << 10
+
+func capResult(s string) string {
+	if len(s) <= MaxToolResult {
+		return s
+	}
+	cut := MaxToolResult
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[… result truncated: %d of %d bytes shown]", cut, len(s))
 }
 
 // release gives back what the call holds: its context, timer, and an

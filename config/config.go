@@ -84,11 +84,15 @@ type Config struct {
 	// that many turns of a conversation; 0 turns them off.
 	ReviewEvery int
 	SweepEvery  int
+
+	// Tools are the settings of the tools that act (config/tools.go).
+	Tools Tools
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
 // default and whether it is a secret.
-var keys = []struct {
+// The tools' settings (toolKeys, config/tools.go) follow the core ones.
+var keys = append([]struct {
 	name, def string
 	secret    bool
 }{
@@ -135,7 +139,7 @@ var keys = []struct {
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
-}
+}, toolKeys...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
 // HERMES_HOME/.env, then the environment through lookup (os.LookupEnv in the
@@ -149,7 +153,11 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	for _, s := range settings {
 		vals[s.Name] = s.Value
 	}
-	return parse(vals)
+	c, err := parse(vals)
+	mcp, merr := ReadMCP(filepath.Join(vals["HERMES_HOME"], ConfigFile))
+	c.Tools.MCPServers = mcp
+	c.Tools.ChildEnv = childEnv(lookup)
+	return c, errors.Join(err, merr)
 }
 
 // Home returns HERMES_HOME as lookup gives it, or ~/.hermesd.
@@ -220,6 +228,9 @@ func readYAML(path string, vals map[string]string) error {
 	}
 	for k, v := range raw {
 		name := strings.ToUpper(k)
+		if mcpKeys[name] {
+			continue // a nested list, read by ReadMCP
+		}
 		if !Known(name) || name == "HERMES_HOME" {
 			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)
 		}
@@ -398,6 +409,7 @@ func parse(v map[string]string) (Config, error) {
 	if !c.Loopback() && c.APIToken == "" {
 		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
 	}
+	c.Tools = parseTools(v, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"
 	}

@@ -37,6 +37,11 @@ func (d *Daemon) agentTools(extra []tools.Tool) (*tools.Registry, error) {
 		tools.SessionSearch(d.store),
 		tools.Delegate(),
 	}
+	acting, err := d.actingTools()
+	if err != nil {
+		return nil, err
+	}
+	ts = append(ts, acting...)
 	return tools.NewRegistry(append(ts, extra...)...)
 }
 

@@ -59,6 +59,8 @@ type Daemon struct {
 	telegram *telegram.Adapter
 	skills   *skills.Library
 	memories *memoryCache
+	// mcp are the MCP servers and their supervisors (daemon/mcp.go).
+	mcp *mcpSet
 	// obs holds metrics, the live actor tree and recent errors.
 	obs *observation
 	mux *http.ServeMux
@@ -133,6 +135,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return fail(fmt.Errorf("start runtime: %w", err))
 	}
 	d.rt = rt
+	if err := d.startMCP(reg); err != nil {
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(err)
+	}
 	select { // the runtime starts adapters on goroutines; serve only once the web chat accepts
 	case <-d.web.Ready():
 	case <-time.After(10 * time.Second):

@@ -62,12 +62,17 @@ func (d *Daemon) observe(deps *actors.Deps) {
 		d.guard.Log = d.log
 	}
 
-	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: toolNames(deps.Tools)})
+	names := toolNames(deps.Tools)
+	servers := d.mcp.names()
+	for _, s := range servers {
+		names = append(names, "mcp_"+s)
+	}
+	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: names})
 	if err != nil {
 		d.log.Error("metrics are disabled", "err", err)
 	} else {
 		o.metrics = m
-		deps.Observer = m
+		deps.Observer = toolMetrics{Observer: m, servers: servers}
 		if d.guard != nil {
 			d.guard.OnRefuse = m.IdentityRefused
 		}
@@ -93,6 +98,7 @@ func (d *Daemon) inspectionRoutes() {
 	api := &inspect.API{
 		Tree: o.tree, Recent: o.recent, Started: o.started,
 		Platforms: o.platforms, RunningTurns: d.rt.RunningTurns, Refusals: d.guard.Refusals,
+		MCP: d.mcpInspect,
 	}
 	d.mux.HandleFunc("GET /api/actors", api.HandleActors)
 	d.mux.HandleFunc("GET /api/status", api.HandleStatus)

@@ -119,6 +119,13 @@ func (d *Daemon) Reload(cfg config.Config) (applied, restart []string, err error
 	}
 	r.applied = next
 	applied = slices.DeleteFunc(slices.Clone(changed), func(k string) bool { return slices.Contains(restart, k) })
+	// MCP servers start and stop live (daemon/mcp.go).
+	if mcpChanged, err := d.applyMCP(cfg.Tools.MCPServers); err != nil {
+		d.log.Error("reload: mcp_servers", "err", err)
+		restart = append(restart, "mcp_servers")
+	} else if mcpChanged {
+		applied = append(applied, "mcp_servers")
+	}
 	slices.Sort(restart)
 	restart = slices.Compact(restart)
 	if len(restart) > 0 {
@@ -169,7 +176,7 @@ func changedKeys(a, b config.Config) []string {
 // settingsOf is c as key → value, for comparing two configurations.
 func settingsOf(c config.Config) map[string]string {
 	d := func(x time.Duration) string { return x.String() }
-	return map[string]string{
+	m := map[string]string{
 		"HERMES_HOME": c.Home, "HERMES_HTTP_ADDR": c.HTTPAddr, "HERMES_API_TOKEN": c.APIToken,
 		"HERMES_LOG_LEVEL": c.LogLevel, "HERMES_LOG_FORMAT": c.LogFormat,
 		"OPENAI_BASE_URL": c.ModelBaseURL, "OPENAI_API_KEY": c.ModelAPIKey, "HERMES_MODEL": c.Model,
@@ -196,6 +203,10 @@ func settingsOf(c config.Config) map[string]string {
 		"DISCORD_NO_THREAD_CHANNELS":       strings.Join(c.DiscordNoThreadChannels, ","),
 		"DISCORD_GROUP_SESSIONS_PER_USER":  strconv.FormatBool(c.DiscordGroupSessionsPerUser),
 	}
+	for k, v := range toolSettings(c.Tools) {
+		m[k] = v
+	}
+	return m
 }
 
 // handleReload is POST /api/reload: re-read the configuration (files and

@@ -34,6 +34,18 @@ type API struct {
 	RunningTurns func() int64
 	// Refusals returns the requests refused for lack of identity so far.
 	Refusals func() uint64
+	// MCP reports each configured MCP server's health; nil means none.
+	MCP func() []MCPStatus
+}
+
+// MCPStatus is one MCP server's health as the status API shows it.
+type MCPStatus struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	Connected bool   `json:"connected"`
+	Tools     int    `json:"tools"`
+	Restarts  int    `json:"restarts"`
+	LastError string `json:"last_error,omitempty"`
 }
 
 // PlatformStatus is one platform's health as the status API shows it.
@@ -55,6 +67,7 @@ type Status struct {
 	SessionsLive     int64            `json:"sessions_live"`
 	TurnsRunning     int64            `json:"turns_running"`
 	Platforms        []PlatformStatus `json:"platforms"`
+	MCP              []MCPStatus      `json:"mcp"`
 	IdentityRefusals uint64           `json:"identity_refusals"`
 	RecentErrors     []LogEntry       `json:"recent_errors"`
 	Goroutines       int              `json:"goroutines"`
@@ -106,7 +119,7 @@ func (a *API) Status() Status {
 	now := time.Now()
 	st := Status{
 		Started: a.Started, UptimeSeconds: now.Sub(a.Started).Seconds(),
-		Actors: a.Tree.Counts(), Platforms: []PlatformStatus{}, RecentErrors: []LogEntry{},
+		Actors: a.Tree.Counts(), Platforms: []PlatformStatus{}, MCP: []MCPStatus{}, RecentErrors: []LogEntry{},
 		Goroutines: runtime.NumGoroutine(),
 	}
 	for _, k := range st.Actors {
@@ -126,6 +139,9 @@ func (a *API) Status() Status {
 	}
 	if a.Refusals != nil {
 		st.IdentityRefusals = a.Refusals()
+	}
+	if a.MCP != nil {
+		st.MCP = append(st.MCP, a.MCP()...)
 	}
 	if a.Recent != nil {
 		st.RecentErrors = a.Recent.Entries(50)

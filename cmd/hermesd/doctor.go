@@ -137,10 +137,51 @@ func doctor(ctx context.Context, args []string, w io.Writer, env func(string) (s
 		fmt.Fprintf(w, "✓ %s: the token works: bot %s (%s)\n", pc.name, name, who)
 	}
 	fmt.Fprintf(w, "• web chat: http://%s/\n", cfg.HTTPAddr)
+	doctorTools(w, cfg.Tools)
 	if failed > 0 {
 		return fmt.Errorf("%d check(s) failed; see the ✗ lines", failed)
 	}
 	return nil
+}
+
+// doctorTools reports the tools that act: search, terminal and its
+// sandbox, and the configured MCP servers (their health is on a running
+// daemon's GET /api/mcp).
+func doctorTools(w io.Writer, t config.Tools) {
+	if t.SearchProvider == "none" {
+		fmt.Fprintln(w, "• web_search: off (set HERMES_WEB_SEARCH_PROVIDER)")
+	} else {
+		fmt.Fprintf(w, "✓ web_search: %s\n", t.SearchProvider)
+	}
+	switch {
+	case !t.Terminal:
+		fmt.Fprintln(w, "• terminal: off (HERMES_TERMINAL=on enables it)")
+	case t.TerminalSandbox == "off":
+		fmt.Fprintln(w, "• terminal: on, without a sandbox (HERMES_TERMINAL_SANDBOX=off)")
+	default:
+		if p, err := exec.LookPath("bwrap"); err == nil {
+			fmt.Fprintf(w, "✓ terminal: on, sandboxed by %s\n", p)
+		} else if t.TerminalSandbox == "bwrap" {
+			fmt.Fprintln(w, "✗ terminal: HERMES_TERMINAL_SANDBOX=bwrap but bwrap is missing: apt-get install bubblewrap")
+		} else {
+			fmt.Fprintln(w, "• terminal: on, without a sandbox: apt-get install bubblewrap")
+		}
+	}
+	if len(t.MCPServers) == 0 {
+		fmt.Fprintln(w, "• MCP servers: none (mcp_servers: in config.yaml)")
+		return
+	}
+	for _, s := range t.MCPServers {
+		what := s.URL
+		if s.Command != "" {
+			what = "stdio: " + s.Command
+			if _, err := exec.LookPath(s.Command); err != nil {
+				fmt.Fprintf(w, "✗ MCP server %s: command %q not found on PATH\n", s.Name, s.Command)
+				continue
+			}
+		}
+		fmt.Fprintf(w, "✓ MCP server %s (%s); its health: GET /api/mcp on the running daemon\n", s.Name, what)
+	}
 }
 
 // doctorSpeech checks espeak-ng (when it is the TTS provider) by speaking,
