@@ -10,4 +10,4 @@ func (rt *Runtime) Activate(key string) {
 }
 
 // WaitDeliveries waits until every outbox worker is done.
-func (rt *Runtime) WaitDeliveries() { rt.deliveries.Wait() }
+func (rt *Runtime) WaitDeliveries() { rt.waitSending() }

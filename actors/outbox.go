@@ -91,7 +91,7 @@ func (o *outbox) enqueue(s messages.Session, it outItem) {
 	o.queues[s] = append(q, it)
 	o.mu.Unlock()
 	if !running {
-		o.rt.deliveries.Add(1)
+		o.rt.sending.Add(1)
 		go o.drain(s)
 	}
 }
@@ -107,7 +107,7 @@ func (o *outbox) prune(cutoff time.Time) {
 
 // drain sends one session's deliveries in order until its queue is empty.
 func (o *outbox) drain(s messages.Session) {
-	defer o.rt.deliveries.Done()
+	defer o.rt.sending.Add(-1)
 	for {
 		o.mu.Lock()
 		q := o.queues[s]

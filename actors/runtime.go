@@ -107,10 +107,12 @@ type Runtime struct {
 	ctx, deliverCtx       context.Context
 	cancel, cancelDeliver context.CancelFunc
 	accepting             atomic.Bool
-	deliveries            sync.WaitGroup
-	adaptersWG            sync.WaitGroup
-	cancelAdapters        context.CancelFunc
-	runningTurns          atomic.Int64
+	// sending counts outbox workers at work. Not a sync.WaitGroup: a late
+	// reply may start one while shutdown waits for them to finish.
+	sending        atomic.Int64
+	adaptersWG     sync.WaitGroup
+	cancelAdapters context.CancelFunc
+	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
 }
@@ -306,15 +308,13 @@ func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 			rt.log.Warn("stop sessions", "err", err)
 		}
 	}
-	drained := make(chan struct{})
-	go func() { rt.deliveries.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		rt.cancelDeliver()
-		<-drained
+	// Deliveries in flight finish, until ctx ends; then they are cancelled
+	// (they stay unconfirmed in the store and are sent after the restart).
+	for rt.sending.Load() > 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond) // shutdown only: a bounded poll
 	}
 	rt.cancelDeliver()
+	rt.waitSending()
 	for _, pid := range rt.outboxes {
 		_ = rt.sys.Root.StopFuture(pid).Wait()
 	}
@@ -323,6 +323,14 @@ func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	}
 	rt.sys.Shutdown()
 	return nil
+}
+
+// waitSending waits until no outbox worker is at work; each one's sends are
+// bounded by SendTimeout and end at once when deliverCtx is cancelled.
+func (rt *Runtime) waitSending() {
+	for rt.sending.Load() > 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // RunningTurns returns how many turns are running now.
