@@ -84,7 +84,11 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		logOut = f
 	}
 	log := slog.New(slog.NewTextHandler(logOut, nil))
-	w.d, err = daemon.New(context.Background(), cfg, log, daemon.Options{ExtraTools: []tools.Tool{startReviewTool(), crashTool()}})
+	w.d, err = daemon.New(context.Background(), cfg, log, daemon.Options{
+		ExtraTools: []tools.Tool{startReviewTool(), crashTool()},
+		// Every simulated web user is on 127.0.0.1, one event stream each.
+		HTTP: daemon.HTTPLimits{StreamsPerClient: 4096},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
