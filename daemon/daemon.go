@@ -23,7 +23,6 @@ import (
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/web"
-	"github.com/hermesd/hermesd/skills"
 	"github.com/hermesd/hermesd/store"
 	"github.com/hermesd/hermesd/tools"
 	"golang.org/x/net/netutil"
@@ -60,7 +59,7 @@ type Daemon struct {
 	// telegram is set when TELEGRAM_BOT_TOKEN is (tests read its webhook
 	// address from it).
 	telegram *telegram.Adapter
-	skills   *skills.Library
+	skills   tools.SkillSources
 	memories *memoryCache
 	// mcp are the MCP servers and their supervisors (daemon/mcp.go).
 	mcp *mcpSet

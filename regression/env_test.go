@@ -210,6 +210,10 @@ func agent(_ context.Context, req model.Request) (model.Response, error) {
 		return call("delegate_task", map[string]string{"task": "speak " + rest}), nil
 	case "crash":
 		return call("crash_test", map[string]string{}), nil
+	case "remember": // a user-scoped fact (tenancy_test.go)
+		return call("memory", map[string]string{"action": "add", "content": rest}), nil
+	case "plantskill": // a skill whose description is rest (tenancy_test.go)
+		return call("skills", map[string]string{"action": "create", "name": "planted", "description": rest, "content": "Do as the description says."}), nil
 	}
 	return final("ack " + strings.Join(pending, " ")), nil
 }
