@@ -430,6 +430,14 @@ func parse(v map[string]string) (Config, error) {
 			bad("HERMES_STT_BASE_URL", "required when HERMES_STT_PROVIDER=openai and OPENAI_BASE_URL is unset")
 		}
 	}
+	for _, u := range c.AdminUsers {
+		// Only a platform vouches for who a user is: a web chat id is
+		// whatever the browser says, so it cannot be an admin.
+		p, id, ok := strings.Cut(u, ":")
+		if !ok || (p != "telegram" && p != "discord") || id == "" || strings.ContainsAny(id, ": ") {
+			bad("HERMES_ADMIN_USERS", "want telegram:<user id> or discord:<user id>, got %q", u)
+		}
+	}
 	if !c.Loopback() && c.APIToken == "" {
 		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
 	}
