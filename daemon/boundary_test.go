@@ -126,6 +126,10 @@ func TestBoundary_CrossSiteRequestsRefused(t *testing.T) {
 			}
 		})
 	}
+	// Every other state-changing route is covered too.
+	if code, e := do(t, newReq(t, http.MethodPost, r.srv.URL+"/api/reload", "", map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"})); code != http.StatusForbidden || e.Error.Code != "cross_origin" {
+		t.Errorf("cross-site POST /api/reload: %d %q", code, e.Error.Code)
+	}
 	// Event streams and every other route check the Host too.
 	for _, path := range []string{"/api/chat/victim/events", "/", "/api/sessions", "/api/status", "/metrics"} {
 		code, e := do(t, newReq(t, http.MethodGet, r.srv.URL+path, "", map[string]string{"Host": "rebind.example:7600"}))
