@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hermesd/hermesd/messages"
@@ -24,19 +25,26 @@ import (
 // Wildcard in an allowlist admits every user of the platform.
 const Wildcard = "*"
 
-// DefaultLimits are pairing's rules: a code lives an hour, a user gets at
-// most one new code per 10 minutes, a platform holds at most 3 pending codes,
-// and 5 failed approvals lock approvals for an hour. They keep the code
-// space (32^8) far out of reach of guessing.
+// DefaultLimits are pairing's rules: a code lives an hour and a user gets
+// no new one before it expires; a platform holds at most 20 pending codes
+// and issues at most 5 per 10 minutes, so a handful of strangers cannot fill
+// it and lock everyone else out; 5 failed approvals lock approvals for an
+// hour. They keep the code space (32^8) far out of reach of guessing.
 func DefaultLimits() store.PairingLimits {
 	return store.PairingLimits{
 		CodeTTL:     time.Hour,
-		Cooldown:    10 * time.Minute,
-		MaxPending:  3,
+		Cooldown:    time.Hour,
+		MaxPending:  20,
+		MaxIssued:   5,
+		IssueWindow: 10 * time.Minute,
 		MaxFailures: 5,
 		Lockout:     time.Hour,
 	}
 }
+
+// maxToldUsers bounds the memory of strangers already told to wait; past it
+// strangers are refused without a reply, never with one per message.
+const maxToldUsers = 10000
 
 // Gate is hermesd's platforms.Gate: the allowlists from configuration plus
 // pairing. Set its exported fields before first use; after that it is safe
@@ -51,6 +59,12 @@ type Gate struct {
 
 	st    *store.Store
 	allow map[messages.Platform]allowlist
+
+	// told remembers, per platform:user, until when a stranger who could
+	// not get a code has been told so: an unpaired user gets at most one
+	// reply per code lifetime, not one per message.
+	mu   sync.Mutex
+	told map[string]time.Time
 }
 
 var _ platforms.Gate = (*Gate)(nil)
@@ -71,6 +85,7 @@ func New(st *store.Store, allow map[messages.Platform][]string) *Gate {
 		Log:    slog.Default(),
 		st:     st,
 		allow:  make(map[messages.Platform]allowlist, len(allow)),
+		told:   make(map[string]time.Time),
 	}
 	for p, ids := range allow {
 		l := allowlist{users: make(map[string]struct{}, len(ids))}
@@ -99,9 +114,9 @@ func (g *Gate) Allowlisted(p messages.Platform, userID string) bool {
 }
 
 // Admit implements platforms.Gate. Allowlisted and approved users are
-// admitted. An unknown user in a direct chat is offered a pairing code (or
-// told their request is pending, or that too many are); in a group they are
-// refused silently. On a store failure the user is refused, with an apology.
+// admitted. An unknown user in a direct chat is offered a pairing code, or
+// told once that too many are pending; further messages within the code's
+// lifetime get no reply. In a group they are refused silently. On a store failure the user is refused, with an apology.
 func (g *Gate) Admit(ctx context.Context, p messages.Platform, userID, userName string, direct bool) (ok bool, reply string) {
 	if userID == "" {
 		return false, ""
@@ -143,12 +158,39 @@ func (g *Gate) Admit(ctx context.Context, p messages.Platform, userID, userName 
 			"hermesd pairing approve %s %s\n\n"+
 			"This code expires in %s.", p, code, humanDuration(g.Limits.CodeTTL))
 	case store.PairingPending:
-		return false, fmt.Sprintf("Your access request is waiting for my owner's approval: "+
-			"they need to run hermesd pairing approve %s <code> with the code I sent you. "+
-			"Codes expire after %s.", p, humanDuration(g.Limits.CodeTTL))
-	default: // store.PairingFull
+		// They were sent their code; answering every message would let
+		// anyone make the bot talk (and the owner pay for it).
+		return false, ""
+	default: // store.PairingFull, store.PairingLimited
+		if !g.tell(p, userID) {
+			return false, ""
+		}
 		return false, "Too many access requests are waiting for approval right now. Please try again later."
 	}
+}
+
+// tell reports whether a stranger on p who could not get a code should be
+// told so: once per code lifetime.
+func (g *Gate) tell(p messages.Platform, userID string) bool {
+	now := g.Now()
+	key := string(p) + ":" + userID
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if until, ok := g.told[key]; ok && now.Before(until) {
+		return false
+	}
+	if len(g.told) >= maxToldUsers {
+		for k, until := range g.told {
+			if !now.Before(until) {
+				delete(g.told, k)
+			}
+		}
+		if len(g.told) >= maxToldUsers {
+			return false
+		}
+	}
+	g.told[key] = now.Add(g.Limits.CodeTTL)
+	return true
 }
 
 const replyUnavailable = "Sorry, I can't check your access right now. Please try again later."

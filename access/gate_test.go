@@ -2,6 +2,7 @@ package access_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -150,8 +151,8 @@ func TestPairing_CodeFormatAndStorage(t *testing.T) {
 			t.Fatalf("code %q has character %q outside the alphabet", code, r)
 		}
 	}
-	if _, reply := e.admit(messages.Telegram, "42", true); !strings.Contains(reply, "waiting") || strings.Contains(reply, code) {
-		t.Fatalf("second DM reply %q: want the pending answer, without the code", reply)
+	if ok, reply := e.admit(messages.Telegram, "42", true); ok || reply != "" {
+		t.Fatalf("second DM: ok=%v reply %q: want no reply (one per code lifetime)", ok, reply)
 	}
 	assertNotInDatabase(t, e.path, code)
 }
@@ -217,20 +218,20 @@ func TestPairing_Expiry(t *testing.T) {
 	}
 }
 
-// One new code per user per 10 minutes: asking again sooner gets the same
-// pending answer; later, a new code replaces the old one.
-func TestPairing_RateLimitPerUser(t *testing.T) {
+// One code per user per code lifetime: asking again before it expires gets
+// no reply at all (issue 11: a stranger got one reply per message); once it
+// has expired, a new code replaces the old one.
+func TestPairing_OneReplyPerCodeLifetime(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, nil)
 	first := e.askCode(messages.Telegram, "5")
-	e.clock.Advance(9 * time.Minute)
-	for range 3 {
-		ok, reply := e.admit(messages.Telegram, "5", true)
-		if ok || codeRE.MatchString(reply) || !strings.Contains(reply, "waiting") {
-			t.Fatalf("asking again within 10 minutes: ok=%v reply=%q, want the pending answer and no code", ok, reply)
+	for i := range 20 {
+		e.clock.Advance(time.Minute)
+		if ok, reply := e.admit(messages.Telegram, "5", true); ok || reply != "" {
+			t.Fatalf("message %d within the hour: ok=%v reply=%q, want silence", i+2, ok, reply)
 		}
 	}
-	e.clock.Advance(2 * time.Minute)
+	e.clock.Advance(41 * time.Minute)
 	second := e.askCode(messages.Telegram, "5")
 	if second == first {
 		t.Fatalf("the new code equals the old one")
@@ -246,18 +247,50 @@ func TestPairing_RateLimitPerUser(t *testing.T) {
 	}
 }
 
+// Issue 11: three strangers asking to pair filled the platform and locked
+// everyone else out for an hour. Now the platform holds 20 codes and issues
+// at most 5 per 10 minutes: a burst of strangers is slowed down, a stranger
+// who could not get a code is told once, and users arriving later get one.
+func TestPairing_StrangersCannotLockEveryoneOut(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, u := range []string{"s1", "s2", "s3"} {
+		e.askCode(messages.Telegram, u)
+	}
+	e.askCode(messages.Telegram, "friend") // the fourth still gets a code
+	e.askCode(messages.Telegram, "s4")
+	// The sixth within 10 minutes is rate-limited, and told so once.
+	ok, reply := e.admit(messages.Telegram, "s5", true)
+	if ok || codeRE.MatchString(reply) || !strings.Contains(reply, "Too many") {
+		t.Fatalf("sixth request in 10 minutes: ok=%v reply=%q, want 'too many' and no code", ok, reply)
+	}
+	for range 5 {
+		if _, again := e.admit(messages.Telegram, "s5", true); again != "" {
+			t.Fatalf("a refused stranger is answered on every message: %q", again)
+		}
+	}
+	e.askCode(messages.Discord, "s5") // other platforms are unaffected
+	e.clock.Advance(11 * time.Minute)
+	e.askCode(messages.Telegram, "late-friend")
+}
+
+// The platform's pending cap holds even when the strangers come slowly
+// enough to pass the rate limit; codes expiring make room again.
 func TestPairing_MaxPendingPerPlatform(t *testing.T) {
 	e := newEnv(t, nil)
-	for _, u := range []string{"a", "b", "c"} {
-		e.askCode(messages.Web, u)
+	lim := access.DefaultLimits()
+	for i := range lim.MaxPending {
+		if i > 0 && i%lim.MaxIssued == 0 {
+			e.clock.Advance(lim.IssueWindow)
+		}
+		e.askCode(messages.Web, fmt.Sprintf("u%d", i))
 	}
-	ok, reply := e.admit(messages.Web, "d", true)
+	e.clock.Advance(lim.IssueWindow)
+	ok, reply := e.admit(messages.Web, "late", true)
 	if ok || codeRE.MatchString(reply) || !strings.Contains(reply, "Too many") {
-		t.Fatalf("fourth pending request: ok=%v reply=%q, want 'too many' and no code", ok, reply)
+		t.Fatalf("request %d: ok=%v reply=%q, want 'too many' and no code", lim.MaxPending+1, ok, reply)
 	}
-	e.askCode(messages.Telegram, "d") // other platforms are unaffected
-	e.clock.Advance(61 * time.Minute) // the three expire
-	e.askCode(messages.Web, "d")
+	e.clock.Advance(lim.CodeTTL) // they all expire
+	e.askCode(messages.Web, "late")
 }
 
 // Five failed approvals lock approvals for an hour, even for a correct code.
@@ -284,7 +317,7 @@ func TestPairing_Lockout(t *testing.T) {
 	}
 }
 
-// Strangers writing at the same moment cannot get past the pending limit.
+// Strangers writing at the same moment cannot get past the rate limit.
 func TestPairing_MaxPendingUnderConcurrency(t *testing.T) {
 	e := newEnv(t, nil)
 	var wg sync.WaitGroup
@@ -300,7 +333,7 @@ func TestPairing_MaxPendingUnderConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 	close(codes)
-	if n := len(codes); n != 3 {
-		t.Fatalf("%d of 10 simultaneous strangers got a code, want 3", n)
+	if n, want := len(codes), access.DefaultLimits().MaxIssued; n != want {
+		t.Fatalf("%d of 10 simultaneous strangers got a code, want %d", n, want)
 	}
 }

@@ -285,9 +285,18 @@ func (t *turn) sessionKey(c actor.Context) string {
 	return s.Key()
 }
 
+// senderOf is the one sender of a turn's inputs, or "" when they came from
+// several people (merged in a shared thread): then no one sender may stand
+// for the turn, and user-scoped tools fall back to the conversation.
 func senderOf(in []*messages.UserMessage) string {
 	if len(in) == 0 {
 		return ""
 	}
-	return in[len(in)-1].GetSenderId()
+	sender := in[len(in)-1].GetSenderId()
+	for _, m := range in {
+		if m.GetSenderId() != sender {
+			return ""
+		}
+	}
+	return sender
 }

@@ -25,7 +25,15 @@ type Config struct {
 	Home     string
 	HTTPAddr string
 	APIToken string
-	LogLevel string
+	// AllowedHosts are host names, besides localhost and IP literals, that
+	// may appear in a request's Host header (a reverse proxy's public name):
+	// anything else is refused, so a DNS-rebinding page cannot reach the
+	// listener through a name of its own.
+	AllowedHosts []string
+	// AdminUsers are platform-qualified users ("telegram:123") whose
+	// skills are shared with every chat.
+	AdminUsers []string
+	LogLevel   string
 	// LogFormat is "text" or "json".
 	LogFormat string
 
@@ -99,6 +107,8 @@ var keys = append([]struct {
 	{"HERMES_HOME", "", false},
 	{"HERMES_HTTP_ADDR", "127.0.0.1:7600", false},
 	{"HERMES_API_TOKEN", "", true},
+	{"HERMES_ALLOWED_HOSTS", "", false},
+	{"HERMES_ADMIN_USERS", "", false},
 	{"HERMES_LOG_LEVEL", "info", false},
 	{"HERMES_LOG_FORMAT", "text", false},
 	{"OPENAI_BASE_URL", "", false},
@@ -315,6 +325,18 @@ func parse(v map[string]string) (Config, error) {
 		}
 		return s
 	}
+	hostList := func(key string) []string {
+		var out []string
+		for _, h := range list(v[key]) {
+			h = strings.ToLower(strings.TrimSuffix(h, "."))
+			if strings.ContainsAny(h, "/:@ ") {
+				bad(key, "want host names without scheme or port, got %q", h)
+				continue
+			}
+			out = append(out, h)
+		}
+		return out
+	}
 	oneOf := func(key string, allowed ...string) string {
 		s := strings.ToLower(strings.TrimSpace(v[key]))
 		for _, a := range allowed {
@@ -326,11 +348,13 @@ func parse(v map[string]string) (Config, error) {
 		return ""
 	}
 	c := Config{
-		Home:      v["HERMES_HOME"],
-		HTTPAddr:  v["HERMES_HTTP_ADDR"],
-		APIToken:  v["HERMES_API_TOKEN"],
-		LogLevel:  oneOf("HERMES_LOG_LEVEL", "debug", "info", "warn", "error"),
-		LogFormat: oneOf("HERMES_LOG_FORMAT", "text", "json"),
+		Home:         v["HERMES_HOME"],
+		HTTPAddr:     v["HERMES_HTTP_ADDR"],
+		APIToken:     v["HERMES_API_TOKEN"],
+		AllowedHosts: hostList("HERMES_ALLOWED_HOSTS"),
+		AdminUsers:   list(v["HERMES_ADMIN_USERS"]),
+		LogLevel:     oneOf("HERMES_LOG_LEVEL", "debug", "info", "warn", "error"),
+		LogFormat:    oneOf("HERMES_LOG_FORMAT", "text", "json"),
 
 		ModelBaseURL: urlOf("OPENAI_BASE_URL"),
 		ModelAPIKey:  v["OPENAI_API_KEY"],
@@ -404,6 +428,14 @@ func parse(v map[string]string) (Config, error) {
 		c.STTBaseURL = c.ModelBaseURL
 		if c.STTBaseURL == "" {
 			bad("HERMES_STT_BASE_URL", "required when HERMES_STT_PROVIDER=openai and OPENAI_BASE_URL is unset")
+		}
+	}
+	for _, u := range c.AdminUsers {
+		// Only a platform vouches for who a user is: a web chat id is
+		// whatever the browser says, so it cannot be an admin.
+		p, id, ok := strings.Cut(u, ":")
+		if !ok || (p != "telegram" && p != "discord") || id == "" || strings.ContainsAny(id, ": ") {
+			bad("HERMES_ADMIN_USERS", "want telegram:<user id> or discord:<user id>, got %q", u)
 		}
 	}
 	if !c.Loopback() && c.APIToken == "" {

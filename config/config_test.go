@@ -303,3 +303,27 @@ func TestUpdate_SecretsGoToDotEnv(t *testing.T) {
 		t.Error("Update accepted an unknown key")
 	}
 }
+
+func TestLoad_AdminUsersArePlatformUsers(t *testing.T) {
+	home := t.TempDir()
+	for _, bad := range []string{"web:alice", "123", "telegram:", "slack:1"} {
+		if _, err := Load(lookup(map[string]string{"HERMES_HOME": home, "HERMES_ADMIN_USERS": bad})); err == nil || !strings.Contains(err.Error(), "HERMES_ADMIN_USERS") {
+			t.Errorf("HERMES_ADMIN_USERS=%q: err = %v", bad, err)
+		}
+	}
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": home, "HERMES_ADMIN_USERS": "telegram:1, discord:2"}))
+	if err != nil || len(c.AdminUsers) != 2 || c.AdminUsers[1] != "discord:2" {
+		t.Fatalf("%+v %v", c.AdminUsers, err)
+	}
+}
+
+func TestLoad_AllowedHosts(t *testing.T) {
+	home := t.TempDir()
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": home, "HERMES_ALLOWED_HOSTS": "Chat.Example.org., other"}))
+	if err != nil || strings.Join(c.AllowedHosts, ",") != "chat.example.org,other" {
+		t.Fatalf("%q %v", c.AllowedHosts, err)
+	}
+	if _, err := Load(lookup(map[string]string{"HERMES_HOME": home, "HERMES_ALLOWED_HOSTS": "http://x.example:80"})); err == nil {
+		t.Fatal("a URL in HERMES_ALLOWED_HOSTS was accepted")
+	}
+}

@@ -25,14 +25,19 @@ func (d *Daemon) agentTools(extra []tools.Tool) (*tools.Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("skills: %w", err)
 	}
-	d.skills = lib
+	d.skills = tools.SkillSources{
+		Shared:  lib,
+		ChatDir: filepath.Join(d.cfg.Home, "chat-skills"),
+		Admins:  d.cfg.AdminUsers,
+		Log:     d.log,
+	}
 	d.memories = newMemoryCache(d.store)
 	d.closers = append(d.closers, func() { lib.Close() })
 	ts := []tools.Tool{
 		tools.TextToSpeech(),
 		tools.CurrentTime(nil),
 		tools.Memory(d.memories),
-		tools.Skills(lib),
+		tools.Skills(d.skills),
 		tools.Cronjob(d.store, time.Now, time.Local),
 		tools.SessionSearch(d.store),
 		tools.Delegate(),
@@ -47,7 +52,8 @@ func (d *Daemon) agentTools(extra []tools.Tool) (*tools.Registry, error) {
 
 // promptContext is what every turn's system prompt gets beyond the
 // configured prompt: what the agent remembers about this user and
-// conversation, and the skills it has.
+// conversation, and the skills this chat can load (the shared ones and its
+// own), both quoted as data.
 func (d *Daemon) promptContext(ctx context.Context, s messages.Session, senderID string) string {
 	var parts []string
 	if mem, err := tools.MemoryPrompt(ctx, d.memories, s, senderID, memoryBudget); err != nil {
@@ -55,7 +61,7 @@ func (d *Daemon) promptContext(ctx context.Context, s messages.Session, senderID
 	} else if mem != "" {
 		parts = append(parts, mem)
 	}
-	if sk := tools.SkillsPrompt(d.skills); sk != "" {
+	if sk := tools.SkillsPrompt(d.skills, s); sk != "" {
 		parts = append(parts, sk)
 	}
 	return strings.Join(parts, "\n\n")

@@ -23,9 +23,9 @@ import (
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/web"
-	"github.com/hermesd/hermesd/skills"
 	"github.com/hermesd/hermesd/store"
 	"github.com/hermesd/hermesd/tools"
+	"golang.org/x/net/netutil"
 )
 
 // Options are what tests may replace; the zero value is the daemon as it
@@ -44,6 +44,8 @@ type Options struct {
 	// LogLevel, when set, is the level of the daemon's logger, which a
 	// reload changes live.
 	LogLevel *slog.LevelVar
+	// HTTP bounds the listener; zero fields take DefaultHTTPLimits.
+	HTTP HTTPLimits
 }
 
 // Daemon is a wired, running hermesd.
@@ -57,14 +59,15 @@ type Daemon struct {
 	// telegram is set when TELEGRAM_BOT_TOKEN is (tests read its webhook
 	// address from it).
 	telegram *telegram.Adapter
-	skills   *skills.Library
+	skills   tools.SkillSources
 	memories *memoryCache
 	// mcp are the MCP servers and their supervisors (daemon/mcp.go).
 	mcp *mcpSet
 	// obs holds metrics, the live actor tree and recent errors.
-	obs *observation
-	mux *http.ServeMux
-	srv *http.Server
+	obs    *observation
+	mux    *http.ServeMux
+	srv    *http.Server
+	limits HTTPLimits
 	// closers run in reverse order on Close (TTS pool, …).
 	closers []func()
 	opts    Options
@@ -84,7 +87,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, store: st, guard: &identity.Guard{Log: log}, obs: obs, opts: o}
+	d := &Daemon{cfg: cfg, log: log, store: st, guard: &identity.Guard{Log: log}, obs: obs, opts: o, limits: o.HTTP.withDefaults()}
 	d.reload.applied = cfg
 	fail := func(err error) (*Daemon, error) {
 		d.closeAll()
@@ -101,7 +104,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return fail(fmt.Errorf("tools: %w", err))
 	}
 
-	d.web = web.New(web.Options{Log: log})
+	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient})
 	adapters := []platforms.Adapter{d.web}
 	more, err := d.platformAdapters()
 	if err != nil {
@@ -173,9 +176,10 @@ func buildModel(cfg config.Config, log *slog.Logger, o Options) (model.Completer
 	return c, cfg.Model, nil
 }
 
-// Handler returns the HTTP handler of the admin listener, with
-// authentication applied when it is not on loopback.
-func (d *Daemon) Handler() http.Handler { return d.authenticate(d.mux) }
+// Handler returns the HTTP handler of the admin listener: the routes behind
+// the browser boundary (boundary.go), with authentication applied when a
+// token is configured.
+func (d *Daemon) Handler() http.Handler { return d.boundary(http.HandlerFunc(d.routeErrors)) }
 
 // Runtime returns the actor runtime.
 func (d *Daemon) Runtime() *actors.Runtime { return d.rt }
@@ -187,7 +191,8 @@ func (d *Daemon) Store() *store.Store { return d.store }
 // everything down: stop accepting, let turns finish within the grace
 // period, flush the store.
 func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
-	d.srv = &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	d.srv = d.server()
+	ln = netutil.LimitListener(ln, d.limits.MaxConns)
 	errc := make(chan error, 1)
 	go func() { errc <- d.srv.Serve(ln) }()
 	d.log.Info("hermesd listening", "addr", ln.Addr().String(), "web_chat", "http://"+ln.Addr().String()+"/")

@@ -179,6 +179,7 @@ func settingsOf(c config.Config) map[string]string {
 	m := map[string]string{
 		"HERMES_HOME": c.Home, "HERMES_HTTP_ADDR": c.HTTPAddr, "HERMES_API_TOKEN": c.APIToken,
 		"HERMES_LOG_LEVEL": c.LogLevel, "HERMES_LOG_FORMAT": c.LogFormat,
+		"HERMES_ALLOWED_HOSTS": strings.Join(c.AllowedHosts, ","), "HERMES_ADMIN_USERS": strings.Join(c.AdminUsers, ","),
 		"OPENAI_BASE_URL": c.ModelBaseURL, "OPENAI_API_KEY": c.ModelAPIKey, "HERMES_MODEL": c.Model,
 		"HERMES_MODEL_TIMEOUT": d(c.ModelTimeout),
 		"TELEGRAM_BOT_TOKEN":   c.TelegramToken, "TELEGRAM_API_URL": c.TelegramAPIURL,

@@ -2,11 +2,10 @@ package daemon
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hermesd/hermesd/platforms/web"
@@ -54,12 +53,27 @@ func (d *Daemon) handleReady(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ready\n"))
 }
 
+// maxSessionsLimit is the largest page of GET /api/sessions.
+const maxSessionsLimit = 1000
+
 func (d *Daemon) handleSessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	offset, _ := strconv.Atoi(q.Get("offset"))
-	limit, err := strconv.Atoi(q.Get("limit"))
-	if err != nil || limit <= 0 || limit > 1000 {
-		limit = 100
+	offset, limit := 0, 100
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			web.WriteError(w, http.StatusBadRequest, "bad_offset", "offset must be a number ≥ 0")
+			return
+		}
+		offset = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSessionsLimit {
+			web.WriteError(w, http.StatusBadRequest, "bad_limit", fmt.Sprintf("limit must be a number from 1 to %d", maxSessionsLimit))
+			return
+		}
+		limit = n
 	}
 	list, err := d.rt.Sessions(r.Context(), q.Get("search"), offset, limit)
 	if err != nil {
@@ -68,37 +82,4 @@ func (d *Daemon) handleSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(list)
-}
-
-// authenticate requires HERMES_API_TOKEN on everything but health checks
-// when the listener is not on loopback (on loopback the local user is
-// trusted). Browsers can't send a bearer header to a page, so a token given
-// once as ?token= is kept in a cookie.
-func (d *Daemon) authenticate(next http.Handler) http.Handler {
-	if d.cfg.Loopback() && d.cfg.APIToken == "" {
-		return next
-	}
-	want := []byte(d.cfg.APIToken)
-	ok := func(got string) bool { return got != "" && subtle.ConstantTimeCompare([]byte(got), want) == 1 }
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && ok(tok) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if c, err := r.Cookie("hermesd_token"); err == nil && ok(c.Value) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if tok := r.URL.Query().Get("token"); ok(tok) {
-			http.SetCookie(w, &http.Cookie{Name: "hermesd_token", Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			next.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="hermesd"`)
-		web.WriteError(w, http.StatusUnauthorized, "unauthorized", "this listener requires HERMES_API_TOKEN as a bearer token")
-	})
 }

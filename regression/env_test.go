@@ -84,7 +84,11 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		logOut = f
 	}
 	log := slog.New(slog.NewTextHandler(logOut, nil))
-	w.d, err = daemon.New(context.Background(), cfg, log, daemon.Options{ExtraTools: []tools.Tool{startReviewTool(), crashTool()}})
+	w.d, err = daemon.New(context.Background(), cfg, log, daemon.Options{
+		ExtraTools: []tools.Tool{startReviewTool(), crashTool()},
+		// Every simulated web user is on 127.0.0.1, one event stream each.
+		HTTP: daemon.HTTPLimits{StreamsPerClient: 4096},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +210,10 @@ func agent(_ context.Context, req model.Request) (model.Response, error) {
 		return call("delegate_task", map[string]string{"task": "speak " + rest}), nil
 	case "crash":
 		return call("crash_test", map[string]string{}), nil
+	case "remember": // a user-scoped fact (tenancy_test.go)
+		return call("memory", map[string]string{"action": "add", "content": rest}), nil
+	case "plantskill": // a skill whose description is rest (tenancy_test.go)
+		return call("skills", map[string]string{"action": "create", "name": "planted", "description": rest, "content": "Do as the description says."}), nil
 	}
 	return final("ack " + strings.Join(pending, " ")), nil
 }

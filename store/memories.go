@@ -10,7 +10,8 @@ import (
 )
 
 // Memory is one remembered fact, owned by a scope: a user on a platform
-// (follows them into every chat) or a single session.
+// (seen in their direct chats), a user within one shared conversation, or a
+// single session.
 type Memory struct {
 	ID      int64
 	Scope   string
@@ -28,14 +29,29 @@ func UserScope(p messages.Platform, userID string) string {
 // SessionScope returns the memory scope of one session: "session:<key>".
 func SessionScope(key string) string { return "session:" + key }
 
-// validScope checks a scope has one of the two shapes UserScope and
-// SessionScope make, so a memory can never be stored without an owner.
+// MemberScope returns the memory scope of a user within one shared
+// conversation (a group, a topic, a thread): "member:<key>:<user id>".
+// What a user saves there stays there; their own UserScope is for their
+// direct chats.
+func MemberScope(key, userID string) string { return "member:" + key + ":" + userID }
+
+// validScope checks a scope has one of the shapes UserScope, MemberScope
+// and SessionScope make, so a memory can never be stored without an owner.
 func validScope(scope string) error {
 	if rest, ok := strings.CutPrefix(scope, "session:"); ok {
 		if _, err := messages.ParseKey(rest); err != nil {
 			return fmt.Errorf("%w: scope %q: %w", ErrInvalid, scope, err)
 		}
 		return nil
+	}
+	if rest, ok := strings.CutPrefix(scope, "member:"); ok {
+		i := strings.LastIndexByte(rest, ':')
+		if i > 0 && messages.ValidChatID(rest[i+1:]) {
+			if _, err := messages.ParseKey(rest[:i]); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: scope %q, want member:<key>:<user id>", ErrInvalid, scope)
 	}
 	if rest, ok := strings.CutPrefix(scope, "user:"); ok {
 		p, user, ok := strings.Cut(rest, ":")

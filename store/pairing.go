@@ -24,13 +24,19 @@ type PairingLimits struct {
 	Cooldown time.Duration
 	// MaxPending is the most unexpired codes a platform holds at once.
 	MaxPending int
+	// MaxIssued codes at most are issued on a platform per IssueWindow
+	// (both 0: no rate limit), so a few strangers cannot fill MaxPending
+	// at once.
+	MaxIssued   int
+	IssueWindow time.Duration
 	// MaxFailures failed approvals lock a platform's approvals for Lockout.
 	MaxFailures int
 	Lockout     time.Duration
 }
 
 func (l PairingLimits) validate() error {
-	if l.CodeTTL <= 0 || l.Cooldown < 0 || l.MaxPending <= 0 || l.MaxFailures <= 0 || l.Lockout < 0 {
+	if l.CodeTTL <= 0 || l.Cooldown < 0 || l.MaxPending <= 0 || l.MaxFailures <= 0 || l.Lockout < 0 ||
+		l.MaxIssued < 0 || l.IssueWindow < 0 || (l.MaxIssued > 0) != (l.IssueWindow > 0) {
 		return fmt.Errorf("%w: pairing limits %+v", ErrInvalid, l)
 	}
 	return nil
@@ -49,6 +55,9 @@ const (
 	PairingFull
 	// PairingApproved: the user is already approved.
 	PairingApproved
+	// PairingLimited: the platform issued MaxIssued codes within
+	// IssueWindow; no new code for now.
+	PairingLimited
 )
 
 // String names the outcome for logs.
@@ -62,6 +71,8 @@ func (o PairingOutcome) String() string {
 		return "full"
 	case PairingApproved:
 		return "approved"
+	case PairingLimited:
+		return "rate_limited"
 	}
 	return fmt.Sprintf("PairingOutcome(%d)", int(o))
 }
@@ -93,8 +104,9 @@ func hashCode(salt []byte, code string) []byte {
 }
 
 // RequestPairing stores code as userID's pairing code on platform p, unless
-// the user is already approved, got a code within the cooldown, or the
-// platform is full; the outcome says which. Expired codes are dropped first.
+// the user is already approved, got a code within the cooldown, the
+// platform is full or issued too many codes lately; the outcome says which.
+// Expired codes are dropped first.
 func (s *Store) RequestPairing(ctx context.Context, p messages.Platform, userID, userName, code string, now time.Time, lim PairingLimits) (PairingOutcome, error) {
 	if err := lim.validate(); err != nil {
 		return 0, fmt.Errorf("request pairing: %w", err)
@@ -134,6 +146,16 @@ func (s *Store) RequestPairing(ctx context.Context, p messages.Platform, userID,
 		if n >= lim.MaxPending {
 			out = PairingFull
 			return nil
+		}
+		if lim.MaxIssued > 0 {
+			since := t - lim.IssueWindow.Milliseconds()
+			if err := x.queryRow(`SELECT count(*) FROM pairing_requests WHERE platform = ? AND user_id <> ? AND created > ?`, []any{&n}, string(p), userID, since); err != nil {
+				return err
+			}
+			if n >= lim.MaxIssued {
+				out = PairingLimited
+				return nil
+			}
 		}
 		_, err = x.exec(`INSERT INTO pairing_requests(platform, user_id, user_name, salt, code_hash, created, expires)
 			VALUES (?, ?, ?, ?, ?, ?, ?)

@@ -118,7 +118,7 @@ func TestRegistry(t *testing.T) {
 	st := openStore(t)
 	lib := openLibrary(t, t.TempDir())
 	_, err := tools.NewRegistry(
-		tools.Cronjob(st, nil, nil), tools.Memory(st), tools.Skills(lib), tools.SessionSearch(st), tools.Delegate(),
+		tools.Cronjob(st, nil, nil), tools.Memory(st), tools.Skills(tools.SkillSources{Shared: lib}), tools.SessionSearch(st), tools.Delegate(),
 		tools.TextToSpeech(), tools.CurrentTime(nil),
 	)
 	if err != nil {

@@ -54,6 +54,9 @@ type Adapter struct {
 	mu      sync.Mutex
 	waiters map[string]*waiter
 	subs    map[string]map[*subscriber]struct{}
+	// streams counts open event streams per client IP, up to maxStreams.
+	streams    map[string]int
+	maxStreams int
 	// stopped is closed when Run ends, so open event streams end and the
 	// HTTP server can shut down instead of waiting for browsers to leave.
 	stopped  chan struct{}
@@ -70,6 +73,9 @@ type Options struct {
 	// MediaBytes bounds the memory kept for voice replies; the oldest are
 	// dropped first. 0 means 64 MiB.
 	MediaBytes int
+	// MaxStreamsPerClient bounds the event streams one client IP may hold
+	// open at once; 0 means 32.
+	MaxStreamsPerClient int
 }
 
 // New returns a web chat adapter.
@@ -80,16 +86,21 @@ func New(o Options) *Adapter {
 	if o.MediaBytes <= 0 {
 		o.MediaBytes = 64 << 20
 	}
+	if o.MaxStreamsPerClient <= 0 {
+		o.MaxStreamsPerClient = 32
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return &Adapter{
-		log:     o.Log,
-		media:   newMediaStore(o.MediaBytes),
-		prefix:  hex.EncodeToString(b[:]),
-		waiters: make(map[string]*waiter),
-		subs:    make(map[string]map[*subscriber]struct{}),
-		stopped: make(chan struct{}),
-		ready:   make(chan struct{}),
+		log:        o.Log,
+		media:      newMediaStore(o.MediaBytes),
+		prefix:     hex.EncodeToString(b[:]),
+		waiters:    make(map[string]*waiter),
+		subs:       make(map[string]map[*subscriber]struct{}),
+		streams:    make(map[string]int),
+		maxStreams: o.MaxStreamsPerClient,
+		stopped:    make(chan struct{}),
+		ready:      make(chan struct{}),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,15 +70,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
+	if !IsJSON(r.Header.Get("Content-Type")) {
+		// No HTML form can send application/json, and a cross-site fetch
+		// that does needs a CORS preflight hermesd never grants.
+		WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err := DecodeJSON(r.Body, &req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
 			return
 		}
-		WriteError(w, http.StatusBadRequest, "malformed_json", "body must be JSON like {\"chat\": \"<id>\", \"text\": \"...\"}: "+err.Error())
+		WriteError(w, http.StatusBadRequest, "malformed_json", "body must be one JSON object like {\"chat\": \"<id>\", \"text\": \"...\"}: "+err.Error())
 		return
 	}
 	s, err := Session(req.Chat)
@@ -141,10 +148,23 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, "bad_chat", err.Error())
 		return
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		WriteError(w, http.StatusInternalServerError, "no_streaming", "streaming unsupported")
+	client := clientOf(r)
+	if !a.openStream(client) {
+		WriteError(w, http.StatusTooManyRequests, "too_many_streams",
+			fmt.Sprintf("at most %d event streams per client; close one first", a.maxStreams))
 		return
+	}
+	defer a.closeStream(client)
+	// The server's read timeout bounds the request, not the stream (net/http
+	// lifts it once the body is read), so each write gets a deadline: a
+	// client that stops reading is cut off rather than holding a goroutine.
+	rc := http.NewResponseController(w)
+	write := func(format string, args ...any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
 	}
 	sub := a.subscribe(chat)
 	defer a.unsubscribe(chat, sub)
@@ -153,9 +173,10 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	_, _ = fmt.Fprint(w, ": connected\n\n")
-	fl.Flush()
-	ping := time.NewTicker(15 * time.Second)
+	if !write(": connected\n\n") {
+		return
+	}
+	ping := time.NewTicker(streamPing)
 	defer ping.Stop()
 	for n := 1; ; n++ {
 		select {
@@ -164,16 +185,53 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-a.stopped:
 			return
 		case <-ping.C:
-			_, _ = fmt.Fprint(w, ": ping\n\n")
-			fl.Flush()
+			if !write(": ping\n\n") {
+				return
+			}
 		case ev, ok := <-sub.ch:
 			if !ok {
 				return // too slow: the client reconnects
 			}
 			b, _ := json.Marshal(ev)
-			_, _ = fmt.Fprintf(w, "id: %d\nevent: reply\ndata: %s\n\n", n, b)
-			fl.Flush()
+			if !write("id: %d\nevent: reply\ndata: %s\n\n", n, b) {
+				return
+			}
 		}
+	}
+}
+
+const (
+	// streamPing keeps idle event streams open through proxies.
+	streamPing = 15 * time.Second
+	// streamWriteTimeout bounds one write to an event stream.
+	streamWriteTimeout = 30 * time.Second
+)
+
+// clientOf names the client of r for per-client limits: its IP address.
+func clientOf(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// openStream counts an event stream of client, or reports false when it
+// already has the most it may.
+func (a *Adapter) openStream(client string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.streams[client] >= a.maxStreams {
+		return false
+	}
+	a.streams[client]++
+	return true
+}
+
+func (a *Adapter) closeStream(client string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.streams[client]--; a.streams[client] <= 0 {
+		delete(a.streams, client)
 	}
 }
 
