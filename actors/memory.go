@@ -55,7 +55,7 @@ func NewMemory() *Memory { return &Memory{sessions: make(map[messages.Session]*m
 func (m *Memory) get(s messages.Session) *memSession {
 	ms := m.sessions[s]
 	if ms == nil {
-		ms = &memSession{voice: messages.VoiceOn, busy: messages.Interrupt, conv: 1, ids: make(map[string]bool)}
+		ms = &memSession{voice: messages.VoiceOn, busy: messages.Interrupt, conv: 1}
 		m.sessions[s] = ms
 	}
 	return ms
@@ -65,7 +65,10 @@ func (m *Memory) get(s messages.Session) *memSession {
 func (m *Memory) LoadSession(_ context.Context, s messages.Session, limit int) (SessionState, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ms := m.get(s)
+	ms, ok := m.sessions[s]
+	if !ok { // nothing stored: keep it that way (the idle-memory benchmark counts it)
+		return SessionState{Voice: messages.VoiceOn, Busy: messages.Interrupt, Conversation: 1}, nil
+	}
 	st := SessionState{Voice: ms.voice, Busy: ms.busy, Conversation: ms.conv}
 	pending := make(map[uint64]bool)
 	for _, in := range ms.inbox {
@@ -101,6 +104,9 @@ func (m *Memory) Accept(_ context.Context, s messages.Session, um *messages.User
 	if id := um.GetMessageId(); id != "" {
 		if ms.ids[id] {
 			return 0, ErrDuplicate
+		}
+		if ms.ids == nil {
+			ms.ids = make(map[string]bool)
 		}
 		ms.ids[id] = true
 	}
@@ -166,8 +172,20 @@ func (m *Memory) MarkDelivered(_ context.Context, s messages.Session, r *message
 	ms := m.get(s)
 	if i := int(r.GetSeq()) - 1; i >= 0 && i < len(ms.outbox) {
 		ms.outbox[i].delivered = true
+		ms.outbox[i].d = nil // as the store drops the payload
 	}
 	return nil
+}
+
+// Delivered implements Persistence.
+func (m *Memory) Delivered(_ context.Context, s messages.Session, seq uint64) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sessions[s]
+	if i := int(seq) - 1; ok && i >= 0 && i < len(ms.outbox) {
+		return ms.outbox[i].delivered, nil
+	}
+	return false, nil
 }
 
 // Owed implements Persistence.

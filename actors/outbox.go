@@ -25,29 +25,25 @@ type outbox struct {
 
 	mu     sync.Mutex
 	queues map[messages.Session][]outItem
-	// recent is the highest outbox seq taken per session, for a while: a
-	// session that restarted (a panic) reloads its unconfirmed replies, and
-	// one this outbox is sending or just sent must not go twice. Older
-	// entries are dropped by prune; by then the store has the confirmation.
-	recent   map[messages.Session]recentSeq
-	enqueues int
 }
-
-type recentSeq struct {
-	seq uint64
-	at  time.Time
-}
-
-// recentFor is how long the outbox remembers a session's last seq.
-const recentFor = time.Minute
 
 type outItem struct {
 	d       *messages.Delivery
 	replyTo *actor.PID
+	// resend marks a reply a session loaded as unconfirmed: it is sent only
+	// if the store still says so when its turn comes (the first send may be
+	// the one just ahead of it in this queue, from before a restart).
+	resend bool
 }
 
+// resend is a Delivery a session loaded as unconfirmed at activation.
+type resend struct{ d *messages.Delivery }
+
+// SessionScoped marks resend as needing an identity.
+func (*resend) SessionScoped() {}
+
 func newOutbox(rt *Runtime, p messages.Platform, a platforms.Adapter) *outbox {
-	return &outbox{rt: rt, platform: p, adapter: a, queues: make(map[messages.Session][]outItem), recent: make(map[messages.Session]recentSeq)}
+	return &outbox{rt: rt, platform: p, adapter: a, queues: make(map[messages.Session][]outItem)}
 }
 
 // Receive handles deliveries and chat actions.
@@ -60,6 +56,13 @@ func (o *outbox) Receive(c actor.Context) {
 			return
 		}
 		o.enqueue(s, outItem{d: m, replyTo: c.Sender()})
+	case *resend:
+		s, err := o.rt.guard.Require(c)
+		if err != nil {
+			c.Respond(&messages.DeliveryReceipt{Seq: m.d.GetSeq(), Error: err.Error()})
+			return
+		}
+		o.enqueue(s, outItem{d: m.d, replyTo: c.Sender(), resend: true})
 	case *indicate:
 		s, err := o.rt.guard.Require(c)
 		if err != nil {
@@ -74,34 +77,12 @@ func (o *outbox) Receive(c actor.Context) {
 
 func (o *outbox) enqueue(s messages.Session, it outItem) {
 	o.mu.Lock()
-	if seq := it.d.GetSeq(); seq != 0 {
-		if r, ok := o.recent[s]; ok && seq <= r.seq {
-			o.mu.Unlock()
-			if it.replyTo != nil {
-				o.rt.sys.Root.Send(it.replyTo, &messages.DeliveryReceipt{Seq: seq})
-			}
-			return // taken once already
-		}
-		o.recent[s] = recentSeq{seq, time.Now()}
-	}
-	if o.enqueues++; o.enqueues%1024 == 0 {
-		o.prune(time.Now().Add(-recentFor))
-	}
 	q, running := o.queues[s]
 	o.queues[s] = append(q, it)
 	o.mu.Unlock()
 	if !running {
 		o.rt.sending.Add(1)
 		go o.drain(s)
-	}
-}
-
-// prune forgets seqs taken before cutoff; o.mu is held.
-func (o *outbox) prune(cutoff time.Time) {
-	for s, r := range o.recent {
-		if r.at.Before(cutoff) {
-			delete(o.recent, s)
-		}
 	}
 }
 
@@ -124,6 +105,12 @@ func (o *outbox) drain(s messages.Session) {
 }
 
 func (o *outbox) send(s messages.Session, it outItem) {
+	if it.resend && o.confirmed(s, it.d.GetSeq()) {
+		if it.replyTo != nil {
+			o.rt.sys.Root.Send(it.replyTo, &messages.DeliveryReceipt{Seq: it.d.GetSeq()})
+		}
+		return
+	}
 	start := time.Now()
 	var (
 		r   *messages.DeliveryReceipt
@@ -169,6 +156,18 @@ func (o *outbox) send(s messages.Session, it outItem) {
 	if it.replyTo != nil {
 		o.rt.sys.Root.Send(it.replyTo, r)
 	}
+}
+
+// confirmed reports whether reply seq of s is recorded as delivered; when
+// the store cannot say, the reply is sent (a duplicate beats a loss).
+func (o *outbox) confirmed(s messages.Session, seq uint64) bool {
+	ctx, cancel := context.WithTimeout(o.rt.deliverCtx, o.rt.cfg.StoreTimeout)
+	defer cancel()
+	ok, err := o.rt.persist.Delivered(ctx, s, seq)
+	if err != nil {
+		o.rt.log.Warn("check a resent reply", "session", s.Key(), "seq", seq, "err", err)
+	}
+	return ok
 }
 
 // indicate shows a chat action without waiting for it; a platform that is

@@ -85,6 +85,8 @@ type Persistence interface {
 	SaveSettings(ctx context.Context, s messages.Session, voice messages.VoiceMode, busy messages.BusyPolicy) error
 	// MarkDelivered records that the platform confirmed reply r.Seq.
 	MarkDelivered(ctx context.Context, s messages.Session, r *messages.DeliveryReceipt) error
+	// Delivered reports whether reply seq of s is recorded as confirmed.
+	Delivered(ctx context.Context, s messages.Session, seq uint64) (bool, error)
 	// Owed returns the keys of sessions with pending inputs or unconfirmed
 	// replies, oldest first: the runtime activates them at start.
 	Owed(ctx context.Context) ([]string, error)

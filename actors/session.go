@@ -77,8 +77,9 @@ type session struct {
 	settling int
 	// lastSeq is the outbox seq of the last reply queued for sending: a
 	// reply both loaded as unsent and reported by a settlement from before
-	// a restart of this actor is sent once.
-	lastSeq uint64
+	// a restart of this actor is sent once. Replies up to resendUpTo were
+	// loaded as unconfirmed: the outbox checks them before it sends.
+	lastSeq, resendUpTo uint64
 	// recovered, if set, is called once the work owed at activation is done.
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
@@ -274,6 +275,9 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 			a.conv = st.Conversation
 		}
 		// What the platform never confirmed leaves first, in order.
+		if n := len(st.Unsent); n > 0 {
+			a.resendUpTo = st.Unsent[n-1].GetSeq()
+		}
 		a.enqueue(c, st.Unsent)
 		pending = st.Pending
 	}
@@ -596,6 +600,9 @@ func (a *session) flush(c actor.Context) {
 		a.sendQ[0] = nil
 		a.sendQ = a.sendQ[1:]
 	}
+	if len(a.sendQ) == 0 {
+		a.sendQ = nil // an idle session keeps no array
+	}
 }
 
 // synthesize asks the TTS actor for placeholder d's speech and fills d in.
@@ -672,6 +679,10 @@ func (a *session) handleSettled(c actor.Context, m *settled) {
 // send hands d to the platform outbox. The outbox learns the destination
 // from the envelope, stamped from this actor's binding.
 func (a *session) send(c actor.Context, d *messages.Delivery) {
+	if seq := d.GetSeq(); seq != 0 && seq <= a.resendUpTo {
+		c.Request(a.rt.outbox(a.s.Platform()), &resend{d})
+		return
+	}
 	c.Request(a.rt.outbox(a.s.Platform()), d)
 }
 

@@ -126,6 +126,11 @@ func (p persistence) MarkDelivered(ctx context.Context, s messages.Session, r *m
 	return p.st.MarkDelivered(ctx, s.Key(), r.GetSeq(), r.GetMessageIds())
 }
 
+func (p persistence) Delivered(ctx context.Context, s messages.Session, seq uint64) (bool, error) {
+	_, ok, err := p.st.Delivered(ctx, s.Key(), seq)
+	return ok, err
+}
+
 func (p persistence) Owed(ctx context.Context) ([]string, error) { return p.st.Owed(ctx) }
 
 // inboxDedup is the platform adapters' dedup store: the inbox's claim
