@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,9 +21,15 @@ func apiGet(ctx context.Context, env func(string) (string, bool), path string, v
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	return apiCall(ctx, cfg, http.MethodGet, path, v)
+}
+
+// apiCall sends method path to the running daemon cfg describes, with its
+// API token if one is set, and decodes the JSON answer into v.
+func apiCall(ctx context.Context, cfg config.Config, method, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cfg.HTTPAddr+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+cfg.HTTPAddr+path, nil)
 	if err != nil {
 		return err
 	}
@@ -36,9 +43,9 @@ func apiGet(ctx context.Context, env func(string) (string, bool), path string, v
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-		return fmt.Errorf("GET %s: %s: %s", path, res.Status, b)
+		return fmt.Errorf("%s %s: %s: %s", method, path, res.Status, strings.TrimSpace(string(b)))
 	}
-	return json.NewDecoder(res.Body).Decode(v)
+	return json.NewDecoder(io.LimitReader(res.Body, 16<<20)).Decode(v)
 }
 
 type sessionsPage struct {

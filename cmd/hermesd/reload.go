@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/hermesd/hermesd/config"
 )
@@ -33,29 +31,11 @@ func reload(ctx context.Context, args []string, w io.Writer, env func(string) (s
 	if err != nil {
 		return fmt.Errorf("configuration: %w (the daemon would refuse it too)", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+cfg.HTTPAddr+"/api/reload", nil)
-	if err != nil {
-		return err
-	}
-	if cfg.APIToken != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.APIToken)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("is hermesd running on %s? %w", cfg.HTTPAddr, err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("reload: %s: %s", res.Status, strings.TrimSpace(string(body)))
-	}
 	var out struct {
 		Applied       []string `json:"applied"`
 		RestartNeeded []string `json:"restart_needed"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil {
+	if err := apiCall(ctx, cfg, http.MethodPost, "/api/reload", &out); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	switch {
