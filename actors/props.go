@@ -17,7 +17,7 @@ import (
 func (rt *Runtime) turnProps(t *turn) *actor.Props {
 	tmpl := *t
 	return rt.instrument(t.actorKind(), actor.PropsFromProducer(func() actor.Actor { t := tmpl; return &t },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
+		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, rt.stopChild))))
 }
 
 func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, t *turn, sender string) *actor.Props {
@@ -29,7 +29,7 @@ func (rt *Runtime) toolProps(ctx context.Context, call model.ToolCall, t *turn, 
 	// A sub-agent is the tool's child: it is stopped, never restarted.
 	return rt.instrument(KindTool, actor.PropsFromProducer(func() actor.Actor {
 		return &toolActor{rt: rt, ctx: ctx, call: call, turn: turnID, session: session, sender: sender, depth: depth, delegates: sem}
-	}, actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild))))
+	}, actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, rt.stopChild))))
 }
 
 // systemPrompt is the configured prompt plus what the model should know

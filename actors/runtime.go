@@ -179,9 +179,9 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 
 	// One Props for every session: the actor's own name (its key) binds it.
 	rt.sessionProps = rt.instrument(KindSession, identity.ByName(actor.PropsFromProducer(func() actor.Actor { return newSession(rt) },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, stopChild)))))
+		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, rt.stopChild)))))
 	routerProps := rt.instrument(KindRouter, actor.PropsFromProducer(func() actor.Actor { return newRouter(rt) },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, restartSession))))
+		actor.WithSupervisor(actor.NewOneForOneStrategy(3, 10*time.Second, rt.restartSession))))
 	// The router is sharded by key: spawning a session is the router's
 	// costliest work, and one router would do all of it on one goroutine.
 	shards := cfg.RouterShards
@@ -223,11 +223,17 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 // stopChild is the supervision decision for turns and tools: they are
 // one-shot, so a failure stops them (a restart would run the turn again);
 // the parent notices the Terminated and answers with an error.
-func stopChild(any) actor.Directive { return actor.StopDirective }
+func (rt *Runtime) stopChild(reason any) actor.Directive {
+	rt.log.Error("actor panicked; stopping it", "reason", fmt.Sprint(reason))
+	return actor.StopDirective
+}
 
 // restartSession restarts a failed session (it reloads its state in
 // Started); the router's strategy bounds how often.
-func restartSession(any) actor.Directive { return actor.RestartDirective }
+func (rt *Runtime) restartSession(reason any) actor.Directive {
+	rt.log.Error("session panicked; restarting it", "reason", fmt.Sprint(reason))
+	return actor.RestartDirective
+}
 
 // System returns the actor system, for inspection.
 func (rt *Runtime) System() *actor.ActorSystem { return rt.sys }
