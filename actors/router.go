@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/hermesd/hermesd/messages"
 )
@@ -18,7 +17,7 @@ import (
 type router struct {
 	rt        *Runtime
 	sessions  map[string]*route
-	stopSweep scheduler.CancelFunc
+	stopSweep func()
 	asks      uint64 // passivation questions asked
 }
 
@@ -48,9 +47,9 @@ func (r *router) Receive(c actor.Context) {
 		if iv := r.rt.cfg.SweepInterval; iv > 0 {
 			// The root context sends the ticks: the scheduler's goroutine must
 			// not touch this actor's context.
-			r.stopSweep = scheduler.NewTimerScheduler(c.ActorSystem().Root).SendRepeatedly(iv, iv, c.Self(), &sweep{})
+			r.stopSweep = every(c.ActorSystem().Root, c.Self(), iv, iv, &sweep{})
 		}
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
 		if r.stopSweep != nil {
 			r.stopSweep()
 		}
@@ -70,7 +69,7 @@ func (r *router) Receive(c actor.Context) {
 		r.terminated(c, m.Who)
 	case *listSessions:
 		c.Respond(r.list(m))
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
 	default:
 		r.rt.log.Warn("router: unhandled message", "type", typeName(m))
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/scheduler"
 
 	"github.com/hermesd/hermesd/messages"
 )
@@ -25,7 +24,7 @@ type Jobs interface {
 type schedulerActor struct {
 	rt    *Runtime
 	jobs  Jobs
-	stop  scheduler.CancelFunc
+	stop  func()
 	busy  bool
 	again bool
 }
@@ -42,8 +41,8 @@ func (s *schedulerActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		iv := s.rt.cfg.SchedulerInterval
-		s.stop = scheduler.NewTimerScheduler(c.ActorSystem().Root).SendRepeatedly(0, iv, c.Self(), &schedulerTick{})
-	case *actor.Stopping:
+		s.stop = every(c.ActorSystem().Root, c.Self(), 0, iv, &schedulerTick{})
+	case *actor.Stopping, *actor.Restarting:
 		if s.stop != nil {
 			s.stop()
 		}
