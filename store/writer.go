@@ -171,19 +171,22 @@ func (w *writer) commit(batch []op) {
 	if !w.attempt(x, batch, errs, false) {
 		w.attempt(x, batch, errs, true)
 	}
+	// Stats first: a caller told its outcome sees the batch counted.
 	weight := 0
 	for i, o := range batch {
 		weight += o.weight
 		if errs[i] != nil {
 			w.stats.failed.Add(1)
 		}
-		if o.done != nil {
-			o.done(errs[i])
-		}
 	}
 	w.stats.batches.Add(1)
 	w.stats.ops.Add(uint64(len(batch)))
 	w.stats.messages.Add(uint64(weight))
+	for i, o := range batch {
+		if o.done != nil {
+			o.done(errs[i])
+		}
+	}
 }
 
 // attempt runs batch in one transaction, filling errs. Without savepoints it
