@@ -402,19 +402,24 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		inputs:   inputs,
 		kind:     kindTurn,
 	}
+	// Counted before it is spawned: the turn runs at once on its own
+	// goroutine, and a metric or /status read while its tools run must
+	// already include it.
+	started := time.Now()
+	a.rt.obs.TurnStarted(a.s)
 	// The turn is a plain child: identity.inherit binds it to this session.
 	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("turn-%d", a.turnSeq))
 	if err != nil {
 		cancel()
+		a.rt.obs.TurnFinished(a.s, "error", time.Since(started))
 		a.logger().Error("spawn turn", "err", err)
 		a.settle(c, Settlement{Inputs: seqs(inputs), Outcome: Failed, Replies: []*messages.Delivery{
 			textReply("⚠️ Internal error: could not start a turn.", inputs, originTurn)}})
 		return
 	}
 	a.logger().Debug("turn started", "turn", a.turnSeq, "inputs", answers(inputs))
-	rt := &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, conv: a.conv, voiceIn: voiceIn, started: time.Now()}
+	rt := &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, conv: a.conv, voiceIn: voiceIn, started: started}
 	a.turn = rt
-	a.rt.obs.TurnStarted(a.s)
 	id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
 	rt.expiry = time.AfterFunc(a.rt.cfg.TurnTimeout+turnGrace, func() { sys.Root.Send(self, &turnExpired{turn: id}) })
 	if a.rt.indicates(a.s.Platform()) {
