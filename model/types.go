@@ -82,6 +82,26 @@ type ToolSpec struct {
 type Request struct {
 	Messages []Message
 	Tools    []ToolSpec
+	// Model names the configured model to use for this call ("" for the
+	// default). A Completer that serves one model ignores it.
+	Model string
+	// OnDelta, when set, asks for a streamed answer: it is called, on the
+	// Completer's goroutine and in order, with each piece of the answer as it
+	// arrives, before Complete returns the whole Response. A Completer that
+	// cannot stream may call it once with the whole text, or not at all.
+	// It must return quickly.
+	OnDelta func(Delta)
+}
+
+// Delta is one piece of a streamed answer.
+type Delta struct {
+	// Text is appended to the answer so far.
+	Text string
+	// Tool, when set, names a tool call the model has begun to write.
+	Tool string
+	// Reset says the text so far is void (a fallback model starts over
+	// after a failure part-way): drop it, then append Text.
+	Reset bool
 }
 
 // Response is the model's answer to one Request.
@@ -93,6 +113,10 @@ type Response struct {
 	FinishReason string
 	// Usage is the token accounting; zero when the server did not report it.
 	Usage Usage
+	// Model is the model that answered, when a Completer chooses among
+	// several; Fallback is true when it was not the one asked for.
+	Model    string
+	Fallback bool
 }
 
 // Usage counts the tokens of one call, for budgets and metrics.
