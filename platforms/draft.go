@@ -2,6 +2,7 @@ package platforms
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hermesd/hermesd/messages"
 )
@@ -22,4 +23,17 @@ import (
 // and skips a draft whose visible text did not change.
 type Drafter interface {
 	Draft(ctx context.Context, s messages.Session, d *messages.Draft) error
+}
+
+// DraftText is what a platform without its own tool indicator shows for d:
+// the text so far, then a line naming the tool being run.
+func DraftText(d *messages.Draft) string {
+	text := strings.TrimRight(d.GetText(), " \t\n")
+	if tool := d.GetTool(); tool != "" {
+		if text != "" {
+			text += "\n\n"
+		}
+		text += "⚙️ running " + tool + "…"
+	}
+	return text
 }
