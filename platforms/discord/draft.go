@@ -319,6 +319,11 @@ func (a *Adapter) finishDraft(ctx context.Context, log *slog.Logger, key, ch str
 	}
 	rec.MessageIds = append(rec.MessageIds, st.msg)
 	a.record(ctx, key, &draftState{id: d.GetDraftId(), msg: st.msg, shown: chunks[0], final: true})
+	if a.deps.Drafts != nil {
+		// The store keeps the record for a resend; memory keeps only open
+		// drafts, so that it does not grow with every chat that streamed.
+		a.drafts.put(key, nil)
+	}
 	for _, c := range chunks[1:] {
 		id, err := a.post(ctx, log, ch, messagePayload{Content: c, AllowedMentions: &noPings}, nil)
 		if err != nil {

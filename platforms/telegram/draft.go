@@ -376,6 +376,9 @@ func (a *Adapter) finishDraft(ctx context.Context, slot *chatSlot, s messages.Se
 	}
 	rec.MessageIds = append(rec.MessageIds, strconv.Itoa(st.msg))
 	a.record(ctx, t, &draftState{id: d.GetDraftId(), msg: st.msg, shown: plainText(chunks[0]), final: true})
+	// The Store keeps the record for a resend; memory keeps only open
+	// drafts, so that it does not grow with every chat that ever streamed.
+	a.drafts.put(t.key, nil)
 	for i, c := range chunks[1:] {
 		id, err := a.sendMessage(ctx, slot, t, renderHTML(c), models.ParseModeHTML, nil)
 		if err != nil && isEntityError(err) {
@@ -390,9 +393,9 @@ func (a *Adapter) finishDraft(ctx context.Context, slot *chatSlot, s messages.Se
 }
 
 // paceDraft is pace for a draft: it waits for the chat's own limits up to
-// draftMaxWait and takes a global slot only if one is free now, so drafts
-// never delay another chat's messages. It reports false (skip the draft)
-// otherwise.
+// draftMaxWait and takes a global slot only if none is spoken for (the next
+// one is at most one interval away), so drafts never queue before another
+// chat's messages. It reports false (skip the draft) otherwise.
 func (o *outbox) paceDraft(ctx context.Context, s *chatSlot) bool {
 	if !o.limit {
 		return ctx.Err() == nil
@@ -411,17 +414,21 @@ func (o *outbox) paceDraft(ctx context.Context, s *chatSlot) bool {
 	if retry.Sleep(ctx, time.Until(at)) != nil {
 		return false
 	}
+	// The next global slot is taken only when no message waits for it
+	// already (it is at most one slot away): under load, drafts yield.
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	now := time.Now()
-	if o.global.earliest(now).After(now) {
+	grant := o.global.earliest(now)
+	if grant.Sub(now) > o.global.interval {
+		o.mu.Unlock()
 		return false
 	}
-	o.global.commit(now)
+	o.global.commit(grant)
 	for i := range s.buckets {
-		s.buckets[i].commit(now)
+		s.buckets[i].commit(grant)
 	}
-	return true
+	o.mu.Unlock()
+	return retry.Sleep(ctx, time.Until(grant)) == nil
 }
 
 // hold keeps the chat of s from sending for d (a 429's retry_after): its
