@@ -57,7 +57,7 @@ func (s *Store) PutJob(ctx context.Context, j Job) error {
 	if j.Created.IsZero() {
 		j.Created = s.now()
 	}
-	err := s.write(ctx, 1, func(x *wtx) error {
+	err := s.write(ctx, 1, fenced(ctx, j.SessionKey, func(x *wtx) error {
 		n, err := x.changed(`INSERT INTO jobs(`+jobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT(id) DO UPDATE SET schedule = excluded.schedule, prompt = excluded.prompt,
 				next_run = excluded.next_run, last_run = excluded.last_run, once = excluded.once,
@@ -68,7 +68,7 @@ func (s *Store) PutJob(ctx context.Context, j Job) error {
 			err = fmt.Errorf("%w: job id is taken by another session", ErrNotFound)
 		}
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("put job %q of %s: %w", j.ID, j.SessionKey, err)
 	}
@@ -78,13 +78,13 @@ func (s *Store) PutJob(ctx context.Context, j Job) error {
 // RemoveJob deletes the job id of session key (ErrNotFound if that session
 // has no such job).
 func (s *Store) RemoveJob(ctx context.Context, key, id string) error {
-	err := s.write(ctx, 1, func(x *wtx) error {
+	err := s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		n, err := x.changed(`DELETE FROM jobs WHERE id = ? AND session_key = ?`, id, key)
 		if err == nil && n == 0 {
 			err = ErrNotFound
 		}
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("remove job %q of %s: %w", id, key, err)
 	}

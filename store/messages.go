@@ -76,6 +76,12 @@ func (s *Store) Append(ctx context.Context, msgs ...Message) error {
 	if err != nil {
 		return fmt.Errorf("append: %w", err)
 	}
+	// A fence covers every session the messages belong to (almost always one).
+	for i, m := range msgs {
+		if i == 0 || m.SessionKey != msgs[i-1].SessionKey {
+			fn = fenced(ctx, m.SessionKey, fn)
+		}
+	}
 	if err := s.write(ctx, len(msgs), fn); err != nil {
 		return fmt.Errorf("append %d messages to %s: %w", len(msgs), msgs[0].SessionKey, err)
 	}

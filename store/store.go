@@ -183,7 +183,7 @@ func (s *Store) open(ctx context.Context, o options) error {
 		return fmt.Errorf("open read pool: %w", err)
 	}
 
-	s.w = newWriter(conn, s.log, o.maxBatch, o.queueLimit)
+	s.w = newWriter(conn, &sqliteDialect, s.log, o.maxBatch, o.queueLimit)
 	go s.w.run()
 	// Index anything a previous writer queued but did not index (there
 	// should be nothing; this makes it so).
