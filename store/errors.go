@@ -48,3 +48,7 @@ var ErrFenced = errors.New("fenced: lease lost")
 // ErrLeaseHeld is returned by ClaimLease while another owner holds the
 // lease.
 var ErrLeaseHeld = errors.New("lease held by another owner")
+
+// ErrBackupPostgres is returned by Backup for a PostgreSQL database, which
+// has its own tools.
+var ErrBackupPostgres = errors.New("hermesd backup copies a SQLite database only: back up PostgreSQL with pg_dump")

@@ -50,7 +50,7 @@ func (s *Store) Accept(ctx context.Context, key string, m *messages.UserMessage)
 		// last_insert_rowid is the history row: the FTS trigger's own insert
 		// does not outlive the trigger.
 		return x.queryRow(`INSERT INTO inbox(session_key, message_id, message, envelope, received)
-			VALUES (?, ?, last_insert_rowid(), ?, ?) RETURNING seq`, []any{&seq}, key, m.GetMessageId(), env, now)
+			VALUES (?, ?, `+x.w.dialect.lastMessageID+`, ?, ?) RETURNING seq`, []any{&seq}, key, m.GetMessageId(), env, now)
 	}))
 	if err != nil {
 		return 0, fmt.Errorf("accept message %q for %s: %w", m.GetMessageId(), key, err)
@@ -291,7 +291,7 @@ func (s *Store) Owed(ctx context.Context) ([]string, error) {
 			SELECT session_key, MIN(received) AS since FROM inbox WHERE outcome = '' GROUP BY session_key
 			UNION ALL
 			SELECT session_key, MIN(created) AS since FROM outbox WHERE delivered IS NULL GROUP BY session_key
-		) GROUP BY session_key ORDER BY MIN(since), session_key`)
+		) AS owed GROUP BY session_key ORDER BY MIN(since), session_key`)
 	if err != nil {
 		return nil, fmt.Errorf("sessions owing work: %w", err)
 	}

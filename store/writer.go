@@ -146,9 +146,10 @@ func (w *writer) close() error {
 	}
 	<-w.stopped
 	var errs []error
-	// Let SQLite refresh planner statistics, as it recommends before closing.
-	if _, err := w.conn.ExecContext(context.Background(), "PRAGMA optimize"); err != nil {
-		errs = append(errs, fmt.Errorf("optimize: %w", err))
+	if w.dialect.optimize != "" {
+		if _, err := w.conn.ExecContext(context.Background(), w.dialect.optimize); err != nil {
+			errs = append(errs, fmt.Errorf("optimize: %w", err))
+		}
 	}
 	for _, st := range w.stmts {
 		errs = append(errs, st.Close())
@@ -242,7 +243,7 @@ func (w *writer) attempt(x *wtx, batch []op, errs []error, savepoints bool) bool
 			return failAll(fmt.Errorf("release savepoint: %w", err))
 		}
 	}
-	if x.index {
+	if x.index && w.dialect.ftsPending {
 		if err := x.indexPending(); err != nil {
 			w.rollback(x)
 			return failAll(err)
@@ -335,7 +336,11 @@ func (x *wtx) stmt(q string) (*sql.Stmt, error) {
 	if st, ok := x.w.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := x.w.conn.PrepareContext(x.ctx, q)
+	sq := q
+	if x.w.dialect.rebind {
+		sq = rebind(q)
+	}
+	st, err := x.w.conn.PrepareContext(x.ctx, sq)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
