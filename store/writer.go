@@ -354,7 +354,7 @@ func (x *wtx) exec(q string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(x.ctx, args...)
+	return st.ExecContext(x.ctx, x.w.dialect.args(args)...)
 }
 
 // queryRow runs a one-row statement in the transaction and scans it.
@@ -363,7 +363,7 @@ func (x *wtx) queryRow(q string, dest []any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(x.ctx, args...).Scan(dest...)
+	return st.QueryRowContext(x.ctx, x.w.dialect.args(args)...).Scan(dest...)
 }
 
 // query runs a statement in the transaction; the caller closes the rows
@@ -373,7 +373,7 @@ func (x *wtx) query(q string, args ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(x.ctx, args...)
+	return st.QueryContext(x.ctx, x.w.dialect.args(args)...)
 }
 
 // changed runs a statement and returns how many rows it changed.
