@@ -95,6 +95,10 @@ type Config struct {
 
 	// Tools are the settings of the tools that act (config/tools.go).
 	Tools Tools
+
+	// DatabaseURL is a PostgreSQL URL (postgres://…) to keep state in
+	// instead of HERMES_HOME/hermesd.db; see Database.
+	DatabaseURL string
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -149,6 +153,7 @@ var keys = append([]struct {
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
+	{"HERMES_DATABASE_URL", "", true},
 }, toolKeys...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
@@ -401,6 +406,10 @@ func parse(v map[string]string) (Config, error) {
 		ShutdownGrace: dur("HERMES_SHUTDOWN_GRACE"),
 		ReviewEvery:   count("HERMES_REVIEW_EVERY"),
 		SweepEvery:    count("HERMES_SWEEP_EVERY"),
+		DatabaseURL:   strings.TrimSpace(v["HERMES_DATABASE_URL"]),
+	}
+	if msg := checkDatabaseURL(c.DatabaseURL); msg != "" {
+		bad("HERMES_DATABASE_URL", "%s", msg)
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("HERMES_HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
