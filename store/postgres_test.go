@@ -183,3 +183,46 @@ func TestHostileText(t *testing.T) {
 		}
 	})
 }
+
+// The server ends the store's connections (a restart, a failover, an
+// administrator): writes fail at most briefly, then work again on new
+// connections, and nothing committed is lost.
+func TestPostgres_WriterSurvivesLostConnections(t *testing.T) {
+	ctx := context.Background()
+	url := pgURL(t)
+	s := mustOpen(t, url)
+	const key = "web:dm:reconnect"
+	mustAppend(t, s, key, "before")
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var killed int
+	if err := admin.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed == 0 {
+		t.Fatal("no store connection to end")
+	}
+	failed := 0
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.Append(ctx, store.Message{SessionKey: key, Role: store.User, Content: "after"})
+		if err == nil {
+			break
+		}
+		failed++
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still fail %d tries after the connections were ended: %v", failed, err)
+		}
+	}
+	if failed > 1 {
+		t.Errorf("%d writes failed after the connection was ended; want at most the one that found it broken", failed)
+	}
+	h, err := s.History(ctx, key, 0)
+	if err != nil || contents(h) != "before after" {
+		t.Fatalf("history = %q, %v; want \"before after\"", contents(h), err)
+	}
+}
