@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	// The pgx driver for database/sql, registered as "pgx".
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -139,7 +142,12 @@ CREATE TABLE messages (
 	fts                 tsvector GENERATED ALWAYS AS (to_tsvector('simple', hermes_fold(content))) STORED
 );
 CREATE INDEX messages_by_conversation ON messages(session_key, conversation, id);
-CREATE INDEX messages_by_platform_id ON messages(session_key, platform_message_id)
+-- Unique, unlike SQLite's index (whose one writer makes the check in
+-- appendOp enough): two members accepting one redelivered update at once
+-- must not both store it. The upsert of the session row, first in every
+-- append, already makes the second wait and then see the first; the index
+-- makes that a constraint rather than a consequence.
+CREATE UNIQUE INDEX messages_by_platform_id ON messages(session_key, platform_message_id)
 	WHERE role = 'user' AND platform_message_id <> '';
 CREATE INDEX messages_fts ON messages USING GIN (fts);
 
@@ -300,4 +308,12 @@ func migratePostgresStep(ctx context.Context, conn *sql.Conn, v int, nowMS int64
 		return fmt.Errorf("commit schema v%d: %w", v+1, err)
 	}
 	return nil
+}
+
+// isDuplicateMessage reports whether err is PostgreSQL refusing a second
+// user message with one platform id in a session (another member stored it
+// first; see messages_by_platform_id).
+func isDuplicateMessage(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "messages_by_platform_id"
 }
