@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hermesd/hermesd/store"
+	"github.com/hermesd/hermesd/store/pgtest"
 )
 
 // words vary the benchmark's message text so the full-text index does real
@@ -25,10 +26,12 @@ func benchText(i int) string {
 // serial: one caller waiting for each commit (commit latency bound).
 // sessions=1000: 1000 goroutines, one session each, every Append a single
 // user message, as 1000 chats typing at once.
-func BenchmarkAppend(b *testing.B) {
+func BenchmarkAppend(b *testing.B) { benchAppend(b, dbPath) }
+
+func benchAppend(b *testing.B, newDB func(testing.TB) string) {
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
-		s := mustOpen(b, dbPath(b))
+		s := mustOpen(b, newDB(b))
 		b.ReportAllocs()
 		b.ResetTimer()
 		start := time.Now()
@@ -41,7 +44,7 @@ func BenchmarkAppend(b *testing.B) {
 	})
 	b.Run("sessions=1000", func(b *testing.B) {
 		const sessions = 1000
-		s := mustOpen(b, dbPath(b))
+		s := mustOpen(b, newDB(b))
 		keys := make([]string, sessions)
 		for i := range keys {
 			keys[i] = fmt.Sprintf("telegram:dm:%d", 100000+i)
@@ -74,10 +77,12 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkHistory measures loading a session's context: the latest 50
 // messages of 200 sessions holding 200 messages each, read in parallel.
-func BenchmarkHistory(b *testing.B) {
+func BenchmarkHistory(b *testing.B) { benchHistory(b, dbPath) }
+
+func benchHistory(b *testing.B, newDB func(testing.TB) string) {
 	ctx := context.Background()
 	const sessions, perSession, limit = 200, 200, 50
-	s := mustOpen(b, dbPath(b))
+	s := mustOpen(b, newDB(b))
 	keys := make([]string, sessions)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("discord:dm:%d", 5000+i)
@@ -106,4 +111,15 @@ func BenchmarkHistory(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPostgres runs BenchmarkAppend and BenchmarkHistory against a
+// durable PostgreSQL server (fsync on), to compare the backends.
+func BenchmarkPostgres(b *testing.B) {
+	srv, err := pgtest.Start(context.Background(), pgtest.Options{Durable: true})
+	pgtest.Skip(b, err)
+	b.Cleanup(func() { _ = srv.Stop() })
+	newDB := func(tb testing.TB) string { return srv.NewDatabase(tb) }
+	b.Run("Append", func(b *testing.B) { benchAppend(b, newDB) })
+	b.Run("History", func(b *testing.B) { benchHistory(b, newDB) })
 }
