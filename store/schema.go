@@ -181,6 +181,21 @@ CREATE INDEX outbox_unsent ON outbox(session_key, seq) WHERE delivered IS NULL;
 
 DROP TABLE deliveries;
 `,
+	// v4: the model a chat chose with /model ('' for the default), and the
+	// tokens each session spent per UTC day and model, for /usage.
+	`
+ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE usage (
+	session_key TEXT NOT NULL,
+	day         TEXT NOT NULL,
+	model       TEXT NOT NULL,
+	calls       INTEGER NOT NULL,
+	tokens_in   INTEGER NOT NULL,
+	tokens_out  INTEGER NOT NULL,
+	PRIMARY KEY (session_key, day, model)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and
