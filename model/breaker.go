@@ -19,6 +19,10 @@ const (
 	BreakerHalfOpen BreakerState = "half-open"
 )
 
+// maxBreakerHold bounds how long a 429's Retry-After keeps an endpoint
+// skipped: a provider that asks for hours is probed again sooner.
+const maxBreakerHold = 15 * time.Minute
+
 // breaker is a circuit breaker for one endpoint: it opens after threshold
 // consecutive failures (or at once, for as long as the server asked, on a
 // long Retry-After), lets one probe through after the cooldown, and closes
@@ -80,8 +84,9 @@ func (b *breaker) failure(hold time.Duration) {
 	b.probing = false
 	switch {
 	case hold > 0:
-		// The server said when to come back.
-		b.state, b.until = BreakerOpen, b.now().Add(hold)
+		// The server said when to come back; a day-long Retry-After is
+		// not trusted for longer than maxBreakerHold.
+		b.state, b.until = BreakerOpen, b.now().Add(min(hold, maxBreakerHold))
 	case b.state == BreakerHalfOpen || b.failures >= b.threshold:
 		b.state, b.until = BreakerOpen, b.now().Add(b.cooldown)
 	}

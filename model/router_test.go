@@ -203,12 +203,19 @@ func TestRouter_RetryAfter(t *testing.T) {
 		if el := time.Since(start); el > 3*time.Second {
 			t.Errorf("took %s: waited for a long Retry-After", el)
 		}
-		clock.Advance(30 * time.Minute) // past the cooldown, within the Retry-After
+		clock.Advance(10 * time.Minute) // past the cooldown, within the Retry-After
 		if _, err := r.Complete(t.Context(), userRequest("hi")); err != nil {
 			t.Fatal(err)
 		}
 		if primary.Calls() != 1 {
 			t.Errorf("primary calls = %d: called again before its Retry-After", primary.Calls())
+		}
+		clock.Advance(10 * time.Minute) // an hour is not trusted: probed after 15 minutes
+		if _, err := r.Complete(t.Context(), userRequest("hi")); err != nil {
+			t.Fatal(err)
+		}
+		if primary.Calls() != 2 {
+			t.Errorf("primary calls = %d, want one probe after the longest hold", primary.Calls())
 		}
 	})
 }
