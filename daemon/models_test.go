@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,5 +177,27 @@ func TestModels_UsageAPINeedsTheToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without the token: %d", resp.StatusCode)
+	}
+}
+
+// TestModels_ReloadNamesACatalogChange: the router is built at start, so a
+// reload that changes models: says it needs a restart, until one happens.
+func TestModels_ReloadNamesACatalogChange(t *testing.T) {
+	main := modeltest.NewServer(t)
+	spare := modeltest.NewServer(t)
+	home := catalogHome(t, main, spare)
+	r := start(t, testConfig(t, home, nil), daemon.Options{})
+	_, restart, err := r.d.Reload(testConfig(t, home, nil))
+	if err != nil || slices.Contains(restart, "models") {
+		t.Fatalf("an unchanged catalog: restart %v, %v", restart, err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte("models:\n  - {name: only, base_url: "+main.URL()+"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		_, restart, err = r.d.Reload(testConfig(t, home, nil))
+		if err != nil || !slices.Contains(restart, "models") {
+			t.Fatalf("a changed catalog: restart %v, %v", restart, err)
+		}
 	}
 }
