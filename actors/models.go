@@ -157,13 +157,27 @@ func (a *session) modelCommand(c actor.Context, m *messages.UserMessage, arg str
 
 // currentModel is the catalog name this chat's turns ask for.
 func (a *session) currentModel() string {
-	if a.rt.catalog == nil {
-		return a.rt.cfg.ModelName
+	if info, ok := a.rt.ModelInfo(a.model); ok {
+		return info.Name
 	}
-	if _, ok := a.rt.catalog.Info(a.model); ok {
-		return a.model
+	return a.rt.cfg.ModelName
+}
+
+// Catalog returns the model catalog, nil when hermesd runs one fixed
+// Completer (the offline assistant, a test's model).
+func (rt *Runtime) Catalog() Catalog { return rt.catalog }
+
+// ModelInfo describes the model a chat that chose name is answered by: name
+// when the catalog has it, else the default. It reports false when there is
+// no catalog (then nothing is known: no context size, no vision).
+func (rt *Runtime) ModelInfo(name string) (model.ModelInfo, bool) {
+	if rt.catalog == nil {
+		return model.ModelInfo{}, false
 	}
-	return a.rt.catalog.Default()
+	if info, ok := rt.catalog.Info(name); ok {
+		return info, true
+	}
+	return rt.catalog.Info(rt.catalog.Default())
 }
 
 // usageCommand answers /usage from the usage book.

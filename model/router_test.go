@@ -327,3 +327,35 @@ func TestRouter_FallbackLoopsEnd(t *testing.T) {
 		t.Errorf("calls a=%d b=%d, want each once", a.Calls(), b.Calls())
 	}
 }
+
+// TestRouter_BreakerIsPerEndpoint: two models served by one endpoint share
+// its breaker (a dead provider is dead for both); another endpoint's is
+// untouched.
+func TestRouter_BreakerIsPerEndpoint(t *testing.T) {
+	dead := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Fail(500, "down", 1<<30, nil)))
+	alive := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Reply("alive")))
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	r := newRouter(t, model.RouterConfig{
+		Models:          []model.ModelConfig{entry("a", dead, "c"), entry("b", dead, "c"), entry("c", alive)},
+		BreakerFailures: 2, Now: clock.Now,
+	})
+	for range 2 {
+		if _, err := r.Complete(t.Context(), userRequest("hi")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		if st, _ := r.Breaker(name); st != model.BreakerOpen {
+			t.Errorf("breaker of %s = %s, want open: same endpoint as a", name, st)
+		}
+	}
+	if st, _ := r.Breaker("c"); st != model.BreakerClosed {
+		t.Errorf("breaker of c = %s", st)
+	}
+	req := userRequest("hi")
+	req.Model = "b"
+	resp, err := r.Complete(t.Context(), req)
+	if err != nil || resp.Model != "c" || dead.Calls() != 2 {
+		t.Errorf("b on an open endpoint: %v %+v, dead calls %d", err, resp, dead.Calls())
+	}
+}
