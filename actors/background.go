@@ -111,7 +111,7 @@ func (a *session) handleStartBackground(c actor.Context, m *startBackground) {
 	}
 	a.turnSeq = a.rt.turnIDs.Add(1)
 	ctx, cancel := context.WithTimeout(a.rt.ctx, a.rt.cfg.TurnTimeout)
-	t := &turn{rt: a.rt, ctx: ctx, id: a.turnSeq, session: c.Self(), reportTo: c.Self(), history: a.history, kind: m.kind}
+	t := &turn{rt: a.rt, ctx: ctx, id: a.turnSeq, session: c.Self(), reportTo: c.Self(), history: a.history, kind: m.kind, model: a.model}
 	prompt := m.prompt
 	switch m.kind {
 	case kindReview:

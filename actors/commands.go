@@ -22,7 +22,9 @@ const helpText = `Commands:
 /busy interrupt|queue|steer — what a message does while I'm still answering: interrupt and restart with both (default), wait its turn, or steer the running answer
 /background <prompt> — work on a prompt in the background; the result arrives here
 /approve [n], /deny [n] — answer a tool's request to run (a terminal command)
-/mcp — the MCP servers and their tools`
+/mcp — the MCP servers and their tools
+/model [name] — list the models, or switch this chat to one
+/usage — tokens and cost of this chat, today and in total`
 
 // parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
 // slash followed by a letter is a command, so "/ 2" or a path stays text.
@@ -64,6 +66,10 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 		a.reply(c, m, "Send /new again to start a new conversation.")
 	case "voice":
 		a.voiceCommand(c, m, arg)
+	case "model", "models":
+		a.modelCommand(c, m, arg)
+	case "usage":
+		a.usageCommand(c, m)
 	case "busy":
 		if arg == "" {
 			a.reply(c, m, fmt.Sprintf("Busy policy: %s. Use /busy interrupt|queue|steer.", a.busy))
@@ -186,7 +192,7 @@ func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
 func (a *session) status() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Session %s\n", a.s.Key())
-	fmt.Fprintf(&b, "Model: %s\n", a.rt.cfg.ModelName)
+	fmt.Fprintf(&b, "Model: %s\n", a.currentModel())
 	if a.turn != nil {
 		fmt.Fprintf(&b, "Working on a reply for %s\n", time.Since(a.turn.started).Round(time.Millisecond))
 	} else {

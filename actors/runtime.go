@@ -55,6 +55,12 @@ type Deps struct {
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
 	Instrument func(kind Kind, p *actor.Props) *actor.Props
+	// Models, if set, is the model catalog: /model lists and switches
+	// among it, /usage prices by it (actors/models.go).
+	Models Catalog
+	// Usage, if set, books every model call's tokens per session and model
+	// and answers /usage.
+	Usage UsageBook
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -102,6 +108,8 @@ type Runtime struct {
 	delegateSeq   atomic.Uint64
 	turnIDs       atomic.Uint64
 	shutdownOnce  sync.Once
+	catalog       Catalog
+	usage         UsageBook
 
 	// ctx is the parent of every turn's context; deliverCtx of every send.
 	ctx, deliverCtx       context.Context
@@ -142,6 +150,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
 	}
+	rt.catalog, rt.usage = d.Models, d.Usage
 	if rt.instrument == nil {
 		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
 	}

@@ -84,6 +84,9 @@ type session struct {
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
 	approvals approvals
+	// model is the catalog model the chat chose with /model, "" for the
+	// default (actors/models.go).
+	model string
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -203,6 +206,8 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleApprovalExpired(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
+	case *commandReply:
+		a.reply(c, m.m, m.text)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -274,6 +279,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 		if st.Conversation > 0 {
 			a.conv = st.Conversation
 		}
+		a.model = st.Model
 		// What the platform never confirmed leaves first, in order.
 		if n := len(st.Unsent); n > 0 {
 			a.resendUpTo = st.Unsent[n-1].GetSeq()
@@ -401,6 +407,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		history:  a.history,
 		inputs:   inputs,
 		kind:     kindTurn,
+		model:    a.model,
 	}
 	// Counted before it is spawned: the turn runs at once on its own
 	// goroutine, and a metric or /status read while its tools run must

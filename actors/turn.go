@@ -55,6 +55,10 @@ type turn struct {
 	steer               []*messages.UserMessage
 	toolSeq             int
 	finished            bool
+	// model is the catalog model the chat chose ("" for the default);
+	// fallback names the model that answered instead, if one did.
+	model    string
+	fallback string
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -114,7 +118,7 @@ func userContent(m *messages.UserMessage) model.Message {
 }
 
 func (t *turn) callModel(c actor.Context) {
-	req := model.Request{Messages: t.convo}
+	req := model.Request{Messages: t.convo, Model: t.model}
 	if t.rounds < t.rt.cfg.MaxToolRounds {
 		req.Tools = t.specs()
 	}
@@ -135,6 +139,9 @@ func (t *turn) callModel(c actor.Context) {
 			req.Messages = msgs
 		}
 		resp, err := m.Complete(ctx, req)
+		if err == nil {
+			rt.bookUsage(ctx, s, rt.modelName(resp.Model, req.Model), resp.Usage)
+		}
 		return &modelDone{resp: resp, err: err, extra: extra}
 	})
 }
@@ -178,9 +185,12 @@ func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
 func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	msg := resp.Message
 	msg.Role = "assistant"
-	t.rt.obs.ModelCall(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.rt.obs.ModelCall(t.rt.modelName(resp.Model, t.model), resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
 	t.tokensIn += resp.Usage.PromptTokens
 	t.tokensOut += resp.Usage.CompletionTokens
+	if resp.Fallback {
+		t.fallback = resp.Model
+	}
 	if len(msg.ToolCalls) == 0 || t.rounds >= t.rt.cfg.MaxToolRounds {
 		msg.ToolCalls = nil
 		t.produced = append(t.produced, msg)
@@ -265,6 +275,9 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 		return
 	}
 	t.finished = true
+	if t.fallback != "" && !failed && t.kind == kindTurn && reply != "" {
+		reply += fallbackNotice(t.fallback)
+	}
 	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
 	if !failed && (t.kind == kindTurn || t.kind == kindCron || t.kind == kindBackground) {
 		done.produced = t.produced

@@ -99,6 +99,12 @@ type Config struct {
 	// DatabaseURL is a PostgreSQL URL (postgres://…) to keep state in
 	// instead of HERMES_HOME/hermesd.db; see Database.
 	DatabaseURL string
+	// Models is the model catalog (config/models.go): config.yaml's
+	// `models:` list, else one entry from OPENAI_BASE_URL, OPENAI_API_KEY
+	// and HERMES_MODEL, else empty (the offline assistant). DefaultModel is
+	// `default_model:`, "" for the first entry.
+	Models       []ModelEntry
+	DefaultModel string
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -172,7 +178,10 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	mcp, merr := ReadMCP(filepath.Join(vals["HERMES_HOME"], ConfigFile))
 	c.Tools.MCPServers = mcp
 	c.Tools.ChildEnv = childEnv(lookup)
-	return c, errors.Join(err, merr)
+	models, def, cerr := readModels(filepath.Join(vals["HERMES_HOME"], ConfigFile), lookup)
+	c.catalog(models)
+	c.DefaultModel = def
+	return c, errors.Join(err, merr, cerr)
 }
 
 // Home returns HERMES_HOME as lookup gives it, or ~/.hermesd.
@@ -245,6 +254,9 @@ func readYAML(path string, vals map[string]string) error {
 		name := strings.ToUpper(k)
 		if mcpKeys[name] {
 			continue // a nested list, read by ReadMCP
+		}
+		if modelKeys[name] {
+			continue // the model catalog, read by readModels
 		}
 		if !Known(name) || name == "HERMES_HOME" {
 			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)
@@ -472,7 +484,7 @@ func (c Config) Loopback() bool {
 }
 
 // Offline reports whether no model endpoint is configured.
-func (c Config) Offline() bool { return c.ModelBaseURL == "" }
+func (c Config) Offline() bool { return c.ModelBaseURL == "" && len(c.Models) == 0 }
 
 // Redacted returns the effective settings as sorted "KEY=value" lines with
 // secrets masked, for `hermesd doctor` and start-up logs.

@@ -72,6 +72,9 @@ type Daemon struct {
 	opts    Options
 	// reload holds what a reload swaps (allowlists, TTS provider).
 	reload reloadState
+	// router is the model catalog, nil for the offline assistant or a
+	// test's model (daemon/models.go).
+	router *model.Router
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -94,10 +97,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return nil, err
 	}
 
-	m, modelName, err := buildModel(cfg, log, o)
+	m, router, modelName, err := d.buildModel(cfg, log, o)
 	if err != nil {
 		return fail(err)
 	}
+	d.router = router
 	reg, err := d.agentTools(o.ExtraTools)
 	if err != nil {
 		return fail(fmt.Errorf("tools: %w", err))
@@ -127,6 +131,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		Adapters: adapters, Guard: d.guard,
 		PromptContext: d.promptContext,
 		Jobs:          jobClaimer{st: st, loc: time.Local, log: log},
+		Usage:         persistence{st},
+	}
+	if router != nil {
+		deps.Models = router
 	}
 	if err := d.speech(&deps); err != nil {
 		return fail(err)
@@ -159,20 +167,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	d.web.Routes(d.mux, replyTimeout)
 	d.routes()
 	return d, nil
-}
-
-func buildModel(cfg config.Config, log *slog.Logger, o Options) (model.Completer, string, error) {
-	if o.Model != nil {
-		return o.Model, "test model", nil
-	}
-	if cfg.Offline() {
-		return model.Offline{}, "offline assistant (set OPENAI_BASE_URL to use a model)", nil
-	}
-	c, err := model.NewClient(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model, Timeout: cfg.ModelTimeout, Logger: log})
-	if err != nil {
-		return nil, "", fmt.Errorf("OPENAI_BASE_URL: %w", err)
-	}
-	return c, cfg.Model, nil
 }
 
 // Handler returns the HTTP handler of the admin listener: the routes behind

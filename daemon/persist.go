@@ -48,6 +48,9 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 		return actors.SessionState{}, fmt.Errorf("load history %s: %w", key, err)
 	}
 	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy, Conversation: rec.Conversation, Unsent: unsent, LastAccepted: last}
+	if st.Model, err = p.st.SessionModel(ctx, key); err != nil {
+		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
+	}
 	if st.Conversation == 0 {
 		st.Conversation = 1
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,6 +126,10 @@ func (d *Daemon) Reload(cfg config.Config) (applied, restart []string, err error
 		restart = append(restart, "mcp_servers")
 	} else if mcpChanged {
 		applied = append(applied, "mcp_servers")
+	}
+	// The model catalog is built once, at start (daemon/models.go).
+	if !reflect.DeepEqual(old.Models, cfg.Models) || old.DefaultModel != cfg.DefaultModel {
+		restart = append(restart, "models")
 	}
 	slices.Sort(restart)
 	restart = slices.Compact(restart)

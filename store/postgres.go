@@ -248,6 +248,21 @@ CREATE TABLE leases (
 	expires BIGINT NOT NULL
 );
 `,
+	// v2 (SQLite v5): the model a chat chose with /model, and the tokens
+	// each session spent per UTC day and model, for /usage.
+	`
+ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE usage (
+	session_key TEXT NOT NULL,
+	day         TEXT NOT NULL,
+	model       TEXT NOT NULL,
+	calls       BIGINT NOT NULL,
+	tokens_in   BIGINT NOT NULL,
+	tokens_out  BIGINT NOT NULL,
+	PRIMARY KEY (session_key, day, model)
+);
+`,
 }
 
 // migrationLock is the advisory lock key that serialises schema changes of

@@ -192,6 +192,21 @@ CREATE TABLE leases (
 ) STRICT, WITHOUT ROWID;
 ALTER TABLE outbox ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
 `,
+	// v5: the model a chat chose with /model ('' for the default), and the
+	// tokens each session spent per UTC day and model, for /usage.
+	`
+ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE usage (
+	session_key TEXT NOT NULL,
+	day         TEXT NOT NULL,
+	model       TEXT NOT NULL,
+	calls       INTEGER NOT NULL,
+	tokens_in   INTEGER NOT NULL,
+	tokens_out  INTEGER NOT NULL,
+	PRIMARY KEY (session_key, day, model)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and

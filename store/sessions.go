@@ -93,7 +93,8 @@ func (s *Store) SetBusyPolicy(ctx context.Context, key string, p messages.BusyPo
 	return s.setSetting(ctx, key, "busy_policy", string(p))
 }
 
-// setSetting upserts one settings column; column is one of two constants.
+// setSetting upserts one settings column; column is one of the constants
+// its callers pass.
 func (s *Store) setSetting(ctx context.Context, key, column, value string) error {
 	sess, err := parseKey(key)
 	if err != nil {
