@@ -55,6 +55,10 @@ type Deps struct {
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
 	Instrument func(kind Kind, p *actor.Props) *actor.Props
+	// ContextTokens, if set, returns the context window of a model by name
+	// ("" is the default model), or 0 when it does not know it (then
+	// Config.ContextTokens applies).
+	ContextTokens func(model string) int
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -115,6 +119,10 @@ type Runtime struct {
 	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
+	// tokens calibrates token estimates per model; contextTokens is
+	// Deps.ContextTokens.
+	tokens        tokenMeter
+	contextTokens func(model string) int
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -142,6 +150,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
 	}
+	rt.contextTokens = d.ContextTokens
 	if rt.instrument == nil {
 		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
 	}

@@ -84,6 +84,15 @@ type session struct {
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
 	approvals approvals
+
+	// summary stands for the conversation's compressed beginning
+	// (compress.go). appended counts the messages ever appended to history:
+	// a store call that returns a fresh history is answered with it plus
+	// what was appended since the call. compressAsker is the /compress the
+	// running compressor answers.
+	summary       string
+	appended      int
+	compressAsker *messages.UserMessage
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -203,6 +212,10 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleApprovalExpired(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
+	case *compressResult:
+		a.handleCompressResult(c, m)
+	case *compacted:
+		a.handleCompacted(c, m)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -265,6 +278,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	} else {
 		st := m.state
 		a.history = slices.Clip(st.History)
+		a.summary = st.Summary
 		if st.Voice != "" {
 			a.voice = st.Voice
 		}
@@ -401,6 +415,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		history:  a.history,
 		inputs:   inputs,
 		kind:     kindTurn,
+		summary:  a.summary,
 	}
 	// Counted before it is spawned: the turn runs at once on its own
 	// goroutine, and a metric or /status read while its tools run must
@@ -510,9 +525,11 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	for _, in := range inputs {
 		if in.GetText() != "" {
 			a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+			a.appended++
 		}
 	}
 	a.history = append(a.history, m.produced...)
+	a.appended += len(m.produced)
 	if n := a.rt.cfg.HistoryLimit; n > 0 && len(a.history) > 2*n {
 		a.history = slices.Clip(slices.Clone(a.history[len(a.history)-n:]))
 	}
@@ -531,6 +548,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	a.queued = append(a.queued, m.unsteered...)
 	if !m.failed {
 		a.afterTurn(c)
+		a.maybeCompress(c, nil)
 	}
 	a.next(c)
 }

@@ -55,6 +55,18 @@ type turn struct {
 	steer               []*messages.UserMessage
 	toolSeq             int
 	finished            bool
+
+	// summary stands for the conversation's compressed beginning; the
+	// model sees it right after the system prompt (compress.go).
+	summary string
+	// head is how many messages open convo (system prompt, summary) and
+	// histEnd where the history ends in it: the history between them is
+	// what a request drops, oldest first, when the whole does not fit.
+	head, histEnd int
+	// estimate is the last request's estimated tokens, before calibration,
+	// compared with what the server reports.
+	estimate int
+	reqModel string
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -86,7 +98,12 @@ func (t *turn) begin(c actor.Context) {
 	s, _ := identity.Of(c) // bound by construction: the turn's parent is its session
 	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
 	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(s, t.instructions)})
+	if t.summary != "" {
+		t.convo = append(t.convo, summaryMessage(t.summary))
+	}
+	t.head = len(t.convo)
 	t.convo = append(t.convo, t.history...)
+	t.histEnd = len(t.convo)
 	for _, in := range t.inputs {
 		t.convo = append(t.convo, userContent(in))
 	}
@@ -114,10 +131,12 @@ func userContent(m *messages.UserMessage) model.Message {
 }
 
 func (t *turn) callModel(c actor.Context) {
-	req := model.Request{Messages: t.convo}
+	req := model.Request{}
 	if t.rounds < t.rt.cfg.MaxToolRounds {
 		req.Tools = t.specs()
 	}
+	t.reqModel = req.Model
+	req.Messages, t.estimate = t.request(req.Tools)
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
 	s, _ := identity.Of(c)
 	sender, loaded, extra := senderOf(t.inputs), t.extraLoaded, t.extra
@@ -179,6 +198,7 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	msg := resp.Message
 	msg.Role = "assistant"
 	t.rt.obs.ModelCall(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.rt.tokens.observe(t.reqModel, t.estimate, resp.Usage.PromptTokens)
 	t.tokensIn += resp.Usage.PromptTokens
 	t.tokensOut += resp.Usage.CompletionTokens
 	if len(msg.ToolCalls) == 0 || t.rounds >= t.rt.cfg.MaxToolRounds {

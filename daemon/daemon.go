@@ -120,6 +120,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.DefaultBusy = messages.BusyPolicy(cfg.BusyPolicy)
 	rcfg.ModelName = modelName
 	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
+	rcfg.ContextTokens, rcfg.ToolResultLimit = cfg.ContextTokens, cfg.ToolResultLimit
 	if cfg.SystemPrompt != "" {
 		rcfg.SystemPrompt = cfg.SystemPrompt
 	}
