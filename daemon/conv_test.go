@@ -348,7 +348,7 @@ func TestUndoAndRetry_ChangeWhatTheModelSees(t *testing.T) {
 	}
 }
 
-func userTexts(req model.Request) string     { return roleTexts(req, model.RoleUser) }
+func userTexts(req model.Request) string      { return roleTexts(req, model.RoleUser) }
 func assistantTexts(req model.Request) string { return roleTexts(req, model.RoleAssistant) }
 
 func roleTexts(req model.Request, role string) string {
