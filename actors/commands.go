@@ -25,7 +25,9 @@ const helpText = `Commands:
 /mcp — the MCP servers and their tools
 /compress — summarise the older part of this conversation now (it also happens by itself when it grows too long)
 /retry — answer your last message again
-/undo — remove the last exchange from the conversation`
+/undo — remove the last exchange from the conversation
+/title [text] — show or set this conversation's title
+/sessions — this chat's earlier conversations; /resume <n> — go back to one`
 
 // parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
 // slash followed by a letter is a command, so "/ 2" or a path stays text.
@@ -73,6 +75,12 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 		a.undo(c, m, false)
 	case "retry":
 		a.undo(c, m, true)
+	case "title":
+		a.title(c, m, arg)
+	case "sessions", "conversations":
+		a.listConversations(c, m)
+	case "resume":
+		a.resume(c, m, arg)
 	case "busy":
 		if arg == "" {
 			a.reply(c, m, fmt.Sprintf("Busy policy: %s. Use /busy interrupt|queue|steer.", a.busy))

@@ -51,6 +51,29 @@ type Conversations interface {
 	// deleted and the context after. ErrNothingToUndo when there is no
 	// such exchange.
 	Undo(s messages.Session, conv int64, dropUser bool, limit int, done func(int, Loaded, error))
+	// List returns the session's conversations that hold messages, newest
+	// first: only its own.
+	List(ctx context.Context, s messages.Session) ([]ConversationInfo, error)
+	// Title returns conversation conv's title, "" when it has none;
+	// SetTitle sets it.
+	Title(ctx context.Context, s messages.Session, conv int64) (string, error)
+	SetTitle(ctx context.Context, s messages.Session, conv int64, title string) error
+	// Resume makes conversation conv the session's current one and returns
+	// its context (at most limit messages); ErrNoConversation when the
+	// session has no messages under that number.
+	Resume(ctx context.Context, s messages.Session, conv int64, limit int) (Loaded, error)
+}
+
+// ErrNoConversation is returned by Conversations.Resume for a number the
+// session has no conversation under.
+var ErrNoConversation = errors.New("no such conversation")
+
+// ConversationInfo describes one of a session's conversations (/sessions).
+type ConversationInfo struct {
+	Number      int64
+	Title       string
+	First, Last time.Time
+	Messages    int
 }
 
 // ErrNothingToUndo is returned through Conversations.Undo when the

@@ -216,6 +216,10 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleCompressResult(c, m)
 	case *compacted:
 		a.handleCompacted(c, m)
+	case *commandDone:
+		a.reply(c, m.m, m.text)
+	case *resumed:
+		a.handleResumed(c, m)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -522,14 +526,16 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
 		return slices.Contains(m.unsteered, in)
 	})
-	for _, in := range inputs {
-		if in.GetText() != "" {
-			a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
-			a.appended++
+	if t.conv == a.conv { // else /resume went to another conversation meanwhile
+		for _, in := range inputs {
+			if in.GetText() != "" {
+				a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+				a.appended++
+			}
 		}
+		a.history = append(a.history, m.produced...)
+		a.appended += len(m.produced)
 	}
-	a.history = append(a.history, m.produced...)
-	a.appended += len(m.produced)
 	if n := a.rt.cfg.HistoryLimit; n > 0 && len(a.history) > 2*n {
 		a.history = slices.Clip(slices.Clone(a.history[len(a.history)-n:]))
 	}

@@ -360,3 +360,64 @@ func roleTexts(req model.Request, role string) string {
 	}
 	return strings.Join(out, "|")
 }
+
+func TestConversations_TitleSessionsResumeOnlyThisChat(t *testing.T) {
+	w := newConvWorld(t, 100000)
+	w.say(t, "alice", "apple secret")
+	if got := w.say(t, "alice", "/title"); !strings.Contains(got, "no title") {
+		t.Fatalf("/title before one is set = %q", got)
+	}
+	if got := w.say(t, "alice", "/title Fruit   talk"); got != "Title set: Fruit talk" {
+		t.Fatalf("/title = %q", got)
+	}
+	w.say(t, "alice", "/new")
+	w.say(t, "alice", "banana")
+	w.say(t, "bob", "bob's first")
+	w.say(t, "bob", "/new")
+
+	list := w.say(t, "alice", "/sessions")
+	if !regexp.MustCompile(`(?s)2\. \(untitled\) — .*, 2 messages ← current\n1\. Fruit talk — .*, 2 messages\n`).MatchString(list) {
+		t.Fatalf("/sessions = %q", list)
+	}
+	if got := w.say(t, "alice", "/resume 1"); got != "↪️ Back in conversation 1 (Fruit talk): 2 messages in context." {
+		t.Fatalf("/resume 1 = %q", got)
+	}
+	w.say(t, "alice", "cherry")
+	if got := userTexts(w.lastChatRequest(t)); got != "apple secret|cherry" {
+		t.Fatalf("after /resume 1 the model saw %q", got)
+	}
+	if got := w.say(t, "alice", "/title"); got != "Title: Fruit talk" {
+		t.Fatalf("/title after /resume = %q", got)
+	}
+	// /new after going back starts a third conversation, not the second.
+	w.say(t, "alice", "/new")
+	w.say(t, "alice", "date")
+	if got := userTexts(w.lastChatRequest(t)); got != "date" {
+		t.Fatalf("after /new the model saw %q", got)
+	}
+	if list := w.say(t, "alice", "/sessions"); !strings.HasPrefix(list, "Conversations in this chat, newest first:\n3. ") {
+		t.Fatalf("/sessions after /new = %q", list)
+	}
+
+	// Bob's numbers are his own: his conversation 1 is his, and alice's
+	// conversation 3 does not exist for him.
+	if got := w.say(t, "bob", "/resume 3"); !strings.Contains(got, "no conversation 3") {
+		t.Fatalf("bob /resume 3 = %q", got)
+	}
+	if got := w.say(t, "bob", "/sessions"); strings.Contains(got, "Fruit") || !strings.Contains(got, "1. (untitled)") || strings.Contains(got, "2.") {
+		t.Fatalf("bob's /sessions = %q", got)
+	}
+	w.say(t, "bob", "/resume 1")
+	w.say(t, "bob", "bob again")
+	if got := userTexts(w.lastChatRequest(t)); got != "bob's first|bob again" {
+		t.Fatalf("bob's model saw %q", got)
+	}
+	for _, bad := range []string{"/resume", "/resume x", "/resume -1", "/resume 99999999999999999999"} {
+		if got := w.say(t, "bob", bad); !strings.HasPrefix(got, "Usage: /resume") {
+			t.Fatalf("%s = %q", bad, got)
+		}
+	}
+	if got := w.say(t, "bob", "/title "+strings.Repeat("x", 101)); !strings.Contains(got, "at most 100") {
+		t.Fatalf("a long title = %q", got)
+	}
+}

@@ -206,3 +206,37 @@ type inboxDedup struct{ *store.Store }
 func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) {
 	return true, nil
 }
+
+func (p persistence) List(ctx context.Context, s messages.Session) ([]actors.ConversationInfo, error) {
+	list, err := p.st.Conversations(ctx, s.Key(), 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]actors.ConversationInfo, len(list))
+	for i, ci := range list {
+		out[i] = actors.ConversationInfo{Number: ci.Number, Title: ci.Title, First: ci.First, Last: ci.Last, Messages: ci.Messages}
+	}
+	return out, nil
+}
+
+func (p persistence) Title(ctx context.Context, s messages.Session, conv int64) (string, error) {
+	return p.st.Title(ctx, s.Key(), conv)
+}
+
+func (p persistence) SetTitle(ctx context.Context, s messages.Session, conv int64, title string) error {
+	return p.st.SetTitle(ctx, s.Key(), conv, title)
+}
+
+func (p persistence) Resume(ctx context.Context, s messages.Session, conv int64, limit int) (actors.Loaded, error) {
+	if err := p.st.ResumeConversation(ctx, s.Key(), conv); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return actors.Loaded{}, fmt.Errorf("%w: %w", actors.ErrNoConversation, err)
+		}
+		return actors.Loaded{}, err
+	}
+	sum, hist, err := p.st.ConversationContext(ctx, s.Key(), conv, limit)
+	if err != nil {
+		return actors.Loaded{}, err
+	}
+	return loaded(sum, hist)
+}

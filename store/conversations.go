@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Summary is the compressed beginning of a conversation: text that stands,
@@ -199,4 +200,110 @@ func readContext(q func(string, []any, ...any) error, rows func(string, ...any) 
 	}
 	slices.Reverse(out)
 	return sum, out, nil
+}
+
+// ConversationInfo describes one conversation of a session, for /sessions.
+type ConversationInfo struct {
+	Number int64
+	Title  string
+	// First and Last are when its first and last messages were written.
+	First, Last time.Time
+	Messages    int
+}
+
+// Conversations lists the conversations of session key that hold messages,
+// newest first, at most limit (<= 0: 50). Only that session's: numbers
+// are per session, and another session's are not reachable through them.
+func (s *Store) Conversations(ctx context.Context, key string, limit int) ([]ConversationInfo, error) {
+	if _, err := parseKey(key); err != nil {
+		return nil, fmt.Errorf("conversations: %w", err)
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	rows, err := s.query(ctx, `SELECT m.conversation, COALESCE(c.title, ''), m.first, m.last, m.n FROM
+		(SELECT conversation, MIN(created) AS first, MAX(created) AS last, COUNT(*) AS n
+			FROM messages WHERE session_key = ?1 GROUP BY conversation) m
+		LEFT JOIN conversations c ON c.session_key = ?1 AND c.conversation = m.conversation
+		ORDER BY m.conversation DESC LIMIT ?2`, key, limit)
+	if err != nil {
+		return nil, fmt.Errorf("conversations of %s: %w", key, err)
+	}
+	defer rows.Close()
+	var out []ConversationInfo
+	for rows.Next() {
+		var ci ConversationInfo
+		var first, last int64
+		if err := rows.Scan(&ci.Number, &ci.Title, &first, &last, &ci.Messages); err != nil {
+			return nil, fmt.Errorf("conversations of %s: %w", key, err)
+		}
+		ci.First, ci.Last = fromMS(first), fromMS(last)
+		out = append(out, ci)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("conversations of %s: %w", key, err)
+	}
+	return out, nil
+}
+
+// Title returns the title of conversation conv of session key (0: the
+// current one); "" when it has none.
+func (s *Store) Title(ctx context.Context, key string, conv int64) (string, error) {
+	if _, err := parseKey(key); err != nil {
+		return "", fmt.Errorf("title: %w", err)
+	}
+	var title string
+	err := s.queryRow(ctx, `SELECT COALESCE((SELECT title FROM conversations WHERE session_key = ?1 AND conversation =
+		CASE WHEN ?2 > 0 THEN ?2 ELSE COALESCE((SELECT conversation FROM sessions WHERE key = ?1), 1) END), '')`, []any{&title}, key, conv)
+	if err != nil {
+		return "", fmt.Errorf("title of %s: %w", key, err)
+	}
+	return title, nil
+}
+
+// SetTitle sets the title of conversation conv of session key (0: the
+// current one).
+func (s *Store) SetTitle(ctx context.Context, key string, conv int64, title string) error {
+	if _, err := parseKey(key); err != nil {
+		return fmt.Errorf("set title: %w", err)
+	}
+	now := ms(s.now())
+	err := s.write(ctx, 1, func(x *wtx) error {
+		conv, err := x.conversation(key, conv)
+		if err != nil {
+			return err
+		}
+		_, err = x.exec(`INSERT INTO conversations(session_key, conversation, title, updated) VALUES (?, ?, ?, ?)
+			ON CONFLICT(session_key, conversation) DO UPDATE SET title = excluded.title, updated = excluded.updated`, key, conv, title, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set title of %s: %w", key, err)
+	}
+	return nil
+}
+
+// ResumeConversation makes conversation conv of session key its current
+// one again (/resume): History and new messages belong to it from then on.
+// A number the session has no messages under is refused with an error
+// wrapping ErrNotFound.
+func (s *Store) ResumeConversation(ctx context.Context, key string, conv int64) error {
+	if _, err := parseKey(key); err != nil {
+		return fmt.Errorf("resume conversation: %w", err)
+	}
+	err := s.write(ctx, 1, func(x *wtx) error {
+		var n int
+		if err := x.queryRow(`SELECT count(*) FROM messages WHERE session_key = ? AND conversation = ?`, []any{&n}, key, conv); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: conversation %d", ErrNotFound, conv)
+		}
+		_, err := x.exec(`UPDATE sessions SET conversation = ? WHERE key = ?`, conv, key)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("resume conversation of %s: %w", key, err)
+	}
+	return nil
 }

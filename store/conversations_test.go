@@ -146,3 +146,49 @@ func TestUndo_DropsTheLastExchangeOnly(t *testing.T) {
 		t.Fatalf("search finds undone messages: %v %v", hits, err)
 	}
 }
+
+func TestConversations_ListTitleResumeStayPerSession(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, dbPath(t))
+	const alice, bob = "web:dm:alice", "web:dm:bob"
+	appendN(t, s, alice, store.Message{Role: store.User, Content: "apple"}, store.Message{Role: store.Assistant, Content: "a"})
+	if err := s.SetTitle(ctx, alice, 0, "Fruit"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NewConversation(ctx, alice); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, alice, store.Message{Role: store.User, Content: "banana"})
+	appendN(t, s, bob, store.Message{Role: store.User, Content: "bob's own"})
+
+	list, err := s.Conversations(ctx, alice, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Number != 2 || list[0].Messages != 1 || list[1].Number != 1 || list[1].Title != "Fruit" || list[1].Messages != 2 {
+		t.Fatalf("alice's conversations = %+v", list)
+	}
+	if title, _ := s.Title(ctx, alice, 0); title != "" {
+		t.Fatalf("the new conversation's title = %q", title)
+	}
+	if err := s.ResumeConversation(ctx, alice, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, msgs, _ := s.ConversationContext(ctx, alice, 0, 0); contents(msgs) != "apple a" {
+		t.Fatalf("after /resume 1: %q", contents(msgs))
+	}
+	if title, _ := s.Title(ctx, alice, 0); title != "Fruit" {
+		t.Fatalf("the resumed conversation's title = %q", title)
+	}
+	// /new after going back starts past every number used.
+	if conv, err := s.NewConversation(ctx, alice); err != nil || conv != 3 {
+		t.Fatalf("/new after /resume = %d, %v; want 3", conv, err)
+	}
+	// Bob reaches none of it: his conversation 2 does not exist.
+	if err := s.ResumeConversation(ctx, bob, 2); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("bob resuming alice's number: %v", err)
+	}
+	if list, _ := s.Conversations(ctx, bob, 0); len(list) != 1 || list[0].Messages != 1 {
+		t.Fatalf("bob's conversations = %+v", list)
+	}
+}
