@@ -202,7 +202,7 @@ func compressCut(entries []Entry, summary string, budget int, keep float64, limi
 	}
 	// What the summarising request can hold: instructions, the old summary
 	// and the transcript, with room for the summary it writes.
-	room := budget*3/4 - (len(compressInstructions)+len(summary))/bytesPerToken
+	room := budget*3/4 - tokensOf(len(compressInstructions)+len(summary))
 	used, most := 0, 0
 	for i := 0; i < cut; i++ {
 		m := forModel(msgs[i], limit)

@@ -22,7 +22,7 @@ func summaryMessage(summary string) model.Message {
 func (t *turn) request(specs []model.ToolSpec) ([]model.Message, int) {
 	limit := t.rt.cfg.ToolResultLimit
 	head, hist := t.convo[:t.head], t.convo[t.head:t.histEnd]
-	fixed := requestOverhead + estimateMessages(head) + estimateSpecs(specs) + (len(t.extra)+bytesPerToken-1)/bytesPerToken
+	fixed := requestOverhead + estimateMessages(head) + estimateSpecs(specs) + tokensOf(len(t.extra))
 	tail := make([]model.Message, 0, len(t.convo)-t.histEnd)
 	for _, m := range t.convo[t.histEnd:] {
 		m = forModel(m, limit)
@@ -49,5 +49,5 @@ func estimateSpecs(specs []model.ToolSpec) int {
 	for i := range specs {
 		n += len(specs[i].Name) + len(specs[i].Description) + len(specs[i].Parameters) + 16
 	}
-	return (n + bytesPerToken - 1) / bytesPerToken
+	return tokensOf(n)
 }
