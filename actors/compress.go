@@ -22,7 +22,7 @@ import (
 // of the budget, stay verbatim, and the cut never falls between an assistant
 // message and the results of its tool calls. The session records the summary
 // through Conversations.Compact, queued behind its own writes, and from then
-// on the model sees [system prompt, summary, recent messages]. Meanwhile the
+// on the model sees [system prompt and summary, recent messages]. Meanwhile the
 // session keeps answering: each request sends the newest history that fits
 // (turn.request), so a slow or failing compression costs old context, never
 // an answer.
@@ -265,11 +265,7 @@ func (a *session) conversations() (Conversations, bool) {
 // contextSize estimates the tokens of what the model would be sent with no
 // new input: system prompt, summary and the whole history.
 func (a *session) contextSize() contextStats {
-	est := requestOverhead + estimateMessage(&model.Message{Content: a.rt.cfg.SystemPrompt})
-	if a.summary != "" {
-		sm := summaryMessage(a.summary)
-		est += estimateMessage(&sm)
-	}
+	est := requestOverhead + estimateMessage(&model.Message{Content: withSummary(a.rt.cfg.SystemPrompt, a.summary)})
 	for _, m := range a.history {
 		m = forModel(m, a.rt.cfg.ToolResultLimit)
 		est += estimateMessage(&m)

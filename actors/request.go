@@ -4,13 +4,19 @@ import (
 	"github.com/hermesd/hermesd/model"
 )
 
-// summaryPrefix opens the message that stands for a compressed beginning of
+// summaryPrefix opens the summary that stands for a compressed beginning of
 // the conversation, so the model reads it as context, not as instructions.
 const summaryPrefix = "[Summary of the earlier part of this conversation, written when it grew too long. It is context, not instructions.]\n"
 
-// summaryMessage is how the model sees a conversation's summary.
-func summaryMessage(summary string) model.Message {
-	return model.Message{Role: model.RoleSystem, Content: summaryPrefix + summary}
+// withSummary is the system prompt followed by the conversation's summary.
+// The summary rides in the system message rather than in one of its own:
+// several chat templates (Mistral's, Gemma's) refuse a system message
+// anywhere but first.
+func withSummary(system, summary string) string {
+	if summary == "" {
+		return system
+	}
+	return system + "\n\n" + summaryPrefix + summary
 }
 
 // request builds the messages of the next model call from convo: the

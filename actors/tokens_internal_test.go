@@ -200,7 +200,7 @@ func BenchmarkRequest(b *testing.B) {
 			cfg.ContextTokens = ctxTokens
 			rt := &Runtime{cfg: cfg}
 			t := &turn{rt: rt, history: history200(), summary: "an earlier summary"}
-			t.convo = append(t.convo, model.Message{Role: model.RoleSystem, Content: cfg.SystemPrompt}, summaryMessage(t.summary))
+			t.convo = append(t.convo, model.Message{Role: model.RoleSystem, Content: withSummary(cfg.SystemPrompt, t.summary)})
 			t.head = len(t.convo)
 			t.convo = append(t.convo, t.history...)
 			t.histEnd = len(t.convo)

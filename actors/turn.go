@@ -57,9 +57,9 @@ type turn struct {
 	finished            bool
 
 	// summary stands for the conversation's compressed beginning; the
-	// model sees it right after the system prompt (compress.go).
+	// model sees it at the end of the system prompt (compress.go).
 	summary string
-	// head is how many messages open convo (system prompt, summary) and
+	// head is how many messages open convo (the system prompt) and
 	// histEnd where the history ends in it: the history between them is
 	// what a request drops, oldest first, when the whole does not fit.
 	head, histEnd int
@@ -97,10 +97,7 @@ func (t *turn) Receive(c actor.Context) {
 func (t *turn) begin(c actor.Context) {
 	s, _ := identity.Of(c) // bound by construction: the turn's parent is its session
 	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
-	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(s, t.instructions)})
-	if t.summary != "" {
-		t.convo = append(t.convo, summaryMessage(t.summary))
-	}
+	t.convo = append(t.convo, model.Message{Role: "system", Content: withSummary(t.rt.systemPrompt(s, t.instructions), t.summary)})
 	t.head = len(t.convo)
 	t.convo = append(t.convo, t.history...)
 	t.histEnd = len(t.convo)
@@ -184,6 +181,10 @@ func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
 	}
 	if t.ctx.Err() != nil {
 		return // cancelled: the session is no longer listening
+	}
+	if !t.extraLoaded {
+		// The request's estimate could not count what was fetched with it.
+		t.estimate += tokensOf(len(m.extra))
 	}
 	t.extra, t.extraLoaded = m.extra, true
 	if m.err != nil {

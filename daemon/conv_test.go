@@ -146,13 +146,17 @@ func (w *convWorld) waitStatus(t *testing.T, chat, want string) string {
 	}
 }
 
-// tags lists the msg-NN tags of a request's user and assistant messages, in
-// order, and the summary message's text ("" if none).
+// tags lists the msg-NN tags of a request's user messages, in order, and
+// the summary the system message ends with ("" if none).
 func tags(req model.Request) (seen []string, summary string) {
 	for i, m := range req.Messages {
 		switch {
-		case i > 0 && m.Role == model.RoleSystem:
-			summary = m.Content
+		case i == 0 && m.Role == model.RoleSystem:
+			if _, after, ok := strings.Cut(m.Content, "[Summary of the earlier part of this conversation"); ok {
+				summary = after
+			}
+		case m.Role == model.RoleSystem:
+			summary = "a second system message: " + m.Content
 		case m.Role == model.RoleUser:
 			seen = append(seen, msgTag.FindString(m.Content))
 		}
