@@ -14,7 +14,10 @@ type Config struct {
 	// SweepInterval is how often the router looks for idle sessions; 0
 	// disables passivation (tests, benchmarks).
 	SweepInterval time.Duration
-	// HistoryLimit is how many recent messages a session keeps in context.
+	// HistoryLimit bounds the messages after the conversation's summary a
+	// session loads and keeps in memory: a safety net, since compression
+	// keeps a conversation near its token budget and each request sends
+	// only what fits the budget.
 	HistoryLimit int
 	// MaxToolRounds bounds model↔tool iterations in one turn; the last call
 	// is made without tools so the model must answer.
