@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -439,7 +440,8 @@ func (a *session) retry(c actor.Context, m *messages.UserMessage) {
 		return
 	}
 	last := a.history[n-1]
-	a.history = a.history[:n-1]
+	// Clipped: a running background turn may still be reading the array.
+	a.history = slices.Clip(a.history[:n-1])
 	a.appended-- // it comes back with the turn's answer
 	a.startTurn(c, []*messages.UserMessage{{SessionKey: m.GetSessionKey(), MessageId: m.GetMessageId(),
 		SenderId: m.GetSenderId(), Text: last.Content, ReceivedUnixMs: m.GetReceivedUnixMs()}})
