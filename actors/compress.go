@@ -274,6 +274,10 @@ func (a *session) contextSize() contextStats {
 	return contextStats{tokens: a.rt.tokens.scale("", est), budget: a.rt.budget("")}
 }
 
+// compressRetryAfter is how many messages the history gains before an
+// automatic compression that failed, or found nothing to do, is tried again.
+const compressRetryAfter = 6
+
 // compressing reports whether a compressor is running.
 func (a *session) compressing() bool {
 	for _, b := range a.bg {
@@ -300,7 +304,7 @@ func (a *session) maybeCompress(c actor.Context, asker *messages.UserMessage) {
 			a.reply(c, asker, "⏳ Already compressing this conversation.")
 		}
 		return
-	case asker == nil && a.contextSize().tokens <= a.rt.budget(""):
+	case asker == nil && (a.appended < a.compressAfter || a.contextSize().tokens <= a.rt.budget("")):
 		return
 	case len(a.bg) >= a.rt.cfg.MaxBackground:
 		a.logger().Info("compression postponed: background slots full")
@@ -342,13 +346,16 @@ func (a *session) handleCompressResult(c actor.Context, m *compressResult) {
 	a.compressAsker = nil
 	switch {
 	case m.err != nil:
-		// The history is untouched: requests keep sending what fits.
+		// The history is untouched: requests keep sending what fits. A
+		// model that is down is not asked again after every turn.
+		a.compressAfter = a.appended + compressRetryAfter
 		a.logger().Warn("compression failed", "err", m.err)
 		if asker != nil {
 			a.reply(c, asker, "⚠️ Could not compress the conversation: "+model.UserMessage(m.err))
 		}
 		return
 	case m.covered == 0:
+		a.compressAfter = a.appended + compressRetryAfter
 		if asker != nil {
 			a.reply(c, asker, "Nothing to compress yet: the conversation is short. Context: "+a.contextSize().String()+".")
 		}

@@ -93,6 +93,9 @@ type session struct {
 	summary       string
 	appended      int
 	compressAsker *messages.UserMessage
+	// compressAfter holds automatic compression back until appended
+	// reaches it (after a failed one).
+	compressAfter int
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that

@@ -425,3 +425,41 @@ func TestConversations_TitleSessionsResumeOnlyThisChat(t *testing.T) {
 		t.Fatalf("a long title = %q", got)
 	}
 }
+
+// TestCompression_FailingSummariserIsNotAskedEveryTurn: past the budget
+// with a summariser that always fails, the chat goes on answering with the
+// newest messages that fit, and the summariser is asked again only every
+// few exchanges.
+func TestCompression_FailingSummariserIsNotAskedEveryTurn(t *testing.T) {
+	w := newConvWorld(t, 8000)
+	w.cm.setSummarise(func(context.Context, string) (model.Response, error) {
+		return model.Response{}, &model.APIError{Status: 400, Message: "summaries are broken"}
+	})
+	const chat = "failing"
+	n := 0
+	for w.summaryRequests() == 0 {
+		n++
+		if n > 80 {
+			t.Fatal("no compression attempt after 80 exchanges")
+		}
+		w.say(t, chat, padded(n))
+	}
+	first := n
+	for i := 1; i <= 9; i++ {
+		n++
+		if got := w.say(t, chat, padded(n)); got != fmt.Sprintf("echo: msg-%02d", n) {
+			t.Fatalf("reply %d past the budget = %q", n, got)
+		}
+		seen, _ := tags(w.lastChatRequest(t))
+		if seen[len(seen)-1] != fmt.Sprintf("msg-%02d", n) || seen[0] == "msg-01" {
+			t.Fatalf("past the budget the model saw users %v", seen)
+		}
+	}
+	// One attempt at the first exchange past the budget, then one every
+	// three exchanges (six messages) counted from when the failure came
+	// back: after nine more exchanges, two to four in all (as the failures
+	// come back sooner or later), not ten.
+	if got := w.summaryRequests(); got < 2 || got > 4 {
+		t.Fatalf("%d summarising requests over 10 exchanges past the budget (from %d), want 2 to 4", got, first)
+	}
+}
