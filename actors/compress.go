@@ -125,15 +125,14 @@ type compressResult struct {
 
 // compacted is the store's answer to the session's Compact or Undo call.
 type compacted struct {
-	conv     int64
-	mark     int
-	loaded   Loaded
-	err      error
-	removed  int
-	covered  int
-	op       string // "compress", "undo" or "retry"
-	asker    *messages.UserMessage
-	fromUser bool
+	conv    int64
+	mark    int
+	loaded  Loaded
+	err     error
+	removed int
+	covered int
+	op      string // "compress", "undo" or "retry"
+	asker   *messages.UserMessage
 }
 
 // Receive starts the work on Started and forwards its result.
