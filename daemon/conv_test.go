@@ -53,6 +53,18 @@ func (cm *convModel) handle(ctx context.Context, req model.Request) (model.Respo
 		}
 	}
 	first, _, _ := strings.Cut(last, " ")
+	// "tool" in a message makes it call a tool (one unknown to the daemon:
+	// its result is an error, stored like any) before answering.
+	if lm := req.Messages[len(req.Messages)-1]; lm.Role == model.RoleUser && strings.Contains(lm.Content, " tool ") {
+		n := 0
+		for _, m := range req.Messages {
+			n += len(m.ToolCalls)
+		}
+		return model.Response{Message: model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+			{ID: fmt.Sprintf("call_%s_%d_a", first, n), Name: "lookup", Arguments: `{"q":"` + first + `"}`},
+			{ID: fmt.Sprintf("call_%s_%d_b", first, n), Name: "lookup", Arguments: `{"q":"more"}`},
+		}}}, nil
+	}
 	return model.Response{Message: model.Message{Role: model.RoleAssistant, Content: "echo: " + first}}, nil
 }
 
@@ -462,4 +474,62 @@ func TestCompression_FailingSummariserIsNotAskedEveryTurn(t *testing.T) {
 	if got := w.summaryRequests(); got < 2 || got > 4 {
 		t.Fatalf("%d summarising requests over 10 exchanges past the budget (from %d), want 2 to 4", got, first)
 	}
+}
+
+// TestCompression_NoRequestPartsAToolCallFromItsResults: a conversation
+// where every other exchange calls tools grows past a small budget and is
+// compressed; in every request the fake received, each tool result follows
+// the assistant message that called it, and every call has its results.
+func TestCompression_NoRequestPartsAToolCallFromItsResults(t *testing.T) {
+	w := newConvWorld(t, 8000)
+	const chat = "tools"
+	for n := 1; n <= 60; n++ {
+		text := padded(n)
+		if n%2 == 0 {
+			text = fmt.Sprintf("msg-%02d tool %s", n, strings.Repeat("call it ", 60))
+		}
+		if got := w.say(t, chat, text); got != fmt.Sprintf("echo: msg-%02d", n) {
+			t.Fatalf("reply %d = %q", n, got)
+		}
+	}
+	w.waitStatus(t, chat, "with a summary of earlier messages")
+	w.say(t, chat, padded(61))
+	checked := 0
+	for i, r := range w.fake.Requests() {
+		if isSummaryRequest(r.Request) {
+			continue
+		}
+		if err := toolPairsWhole(r.Request.Messages); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		checked++
+	}
+	if _, summary := tags(w.lastChatRequest(t)); summary == "" || w.summaryRequests() == 0 {
+		t.Fatal("the conversation was never compressed")
+	}
+	t.Logf("%d requests checked, %d summarising", checked, w.summaryRequests())
+}
+
+// toolPairsWhole reports a tool result not preceded by its call in the same
+// run, or a call whose results do not all follow it.
+func toolPairsWhole(msgs []model.Message) error {
+	var open map[string]bool
+	for i, m := range msgs {
+		switch {
+		case m.Role == model.RoleTool:
+			if !open[m.ToolCallID] {
+				return fmt.Errorf("message %d: tool result %s without its call", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+		case len(open) > 0:
+			return fmt.Errorf("message %d: calls %v without their results", i, open)
+		}
+		if len(m.ToolCalls) > 0 {
+			open = make(map[string]bool)
+			for _, c := range m.ToolCalls {
+				open[c.ID] = true
+			}
+		}
+	}
+	return nil
 }
