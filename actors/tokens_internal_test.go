@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -214,5 +215,27 @@ func BenchmarkRequest(b *testing.B) {
 			}
 			b.ReportMetric(float64(n), "msgs/request")
 		})
+	}
+}
+
+// TestTurn_CalibratesFromReportedUsage: a server whose tokenizer counts
+// half again as many tokens as the estimate teaches the runtime so. The
+// fake computes the estimate from what it was sent, so the ratio lands on
+// 1.5 only if the turn's estimate is of the very request it sent.
+func TestTurn_CalibratesFromReportedUsage(t *testing.T) {
+	m := modelFunc(func(_ context.Context, req model.Request) (model.Response, error) {
+		est := requestOverhead + estimateMessages(req.Messages) + estimateSpecs(req.Tools)
+		return model.Response{Message: model.Message{Role: "assistant", Content: "ok"},
+			Usage: model.Usage{PromptTokens: est * 3 / 2, CompletionTokens: 1}}, nil
+	})
+	h := startRuntime(t, m, testConfig())
+	s := webSession("calib")
+	for i := range 20 {
+		id := fmt.Sprint("m", i)
+		h.send(t, s, id, "hello there, how are you today?")
+		h.rec.waitFor(t, "answer "+id, lastFor(id))
+	}
+	if got := h.rt.tokens.scale("", 1000); got < 1480 || got > 1500 {
+		t.Fatalf("after 20 calls reported at 1.5× the estimate, 1000 estimated tokens scale to %d, want about 1500", got)
 	}
 }
