@@ -266,9 +266,8 @@ func (a *session) conversations() (Conversations, bool) {
 // new input: system prompt, summary and the whole history.
 func (a *session) contextSize() contextStats {
 	est := requestOverhead + estimateMessage(&model.Message{Content: withSummary(a.rt.cfg.SystemPrompt, a.summary)})
-	for _, m := range a.history {
-		m = forModel(m, a.rt.cfg.ToolResultLimit)
-		est += estimateMessage(&m)
+	for i := range a.history {
+		est += estimateForModel(&a.history[i], a.rt.cfg.ToolResultLimit)
 	}
 	return contextStats{tokens: a.rt.tokens.scale("", est), budget: a.rt.budget("")}
 }
