@@ -24,7 +24,12 @@ const helpText = `Commands:
 /approve [n], /deny [n] — answer a tool's request to run (a terminal command)
 /mcp — the MCP servers and their tools
 /model [name] — list the models, or switch this chat to one
-/usage — tokens and cost of this chat, today and in total`
+/usage — tokens and cost of this chat, today and in total
+/compress — summarise the older part of this conversation now (it also happens by itself when it grows too long)
+/retry — answer your last message again
+/undo — remove the last exchange from the conversation
+/title [text] — show or set this conversation's title
+/sessions — this chat's earlier conversations; /resume <n> — go back to one`
 
 // parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
 // slash followed by a letter is a command, so "/ 2" or a path stays text.
@@ -70,6 +75,18 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 		a.modelCommand(c, m, arg)
 	case "usage":
 		a.usageCommand(c, m)
+	case "compress":
+		a.maybeCompress(c, m)
+	case "undo":
+		a.undo(c, m, false)
+	case "retry":
+		a.undo(c, m, true)
+	case "title":
+		a.title(c, m, arg)
+	case "sessions", "conversations":
+		a.listConversations(c, m)
+	case "resume":
+		a.resume(c, m, arg)
 	case "busy":
 		if arg == "" {
 			a.reply(c, m, fmt.Sprintf("Busy policy: %s. Use /busy interrupt|queue|steer.", a.busy))
@@ -125,6 +142,7 @@ func (a *session) handleReset(c actor.Context, m *conversationReset) {
 	inputs = append(inputs, a.queued...)
 	a.queued = nil
 	a.history = nil
+	a.summary = ""
 	a.conv = m.conv
 	d := textReply("✨ Started a new conversation.", append(inputs, m.m), originCommand)
 	a.settle(c, Settlement{Inputs: seqs(inputs), Outcome: Cancelled, Replies: []*messages.Delivery{d}})
@@ -205,6 +223,7 @@ func (a *session) status() string {
 		fmt.Fprintf(&b, "Background tasks: %d\n", len(a.bg))
 	}
 	fmt.Fprintf(&b, "Messages in context: %d\n", len(a.history))
+	fmt.Fprintf(&b, "Context: %s%s\n", a.contextSize(), a.summaryNote())
 	fmt.Fprintf(&b, "Voice mode: %s; busy policy: %s", a.voice, a.busy)
 	return b.String()
 }

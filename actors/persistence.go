@@ -39,6 +39,9 @@ type SessionState struct {
 	// Model is the catalog model the chat chose with /model ("" for the
 	// default); a Persistence that keeps it implements ModelSaver.
 	Model string
+	// Summary stands for the conversation's messages before History, once
+	// it was compressed (compress.go); "" when it was not.
+	Summary string
 }
 
 // Outcome is how a session settled accepted messages.

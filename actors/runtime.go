@@ -61,6 +61,10 @@ type Deps struct {
 	// Usage, if set, books every model call's tokens per session and model
 	// and answers /usage.
 	Usage UsageBook
+	// ContextTokens, if set, returns the context window of a model by name
+	// ("" is the default model), or 0 when it does not know it (then
+	// Config.ContextTokens applies).
+	ContextTokens func(model string) int
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -123,6 +127,10 @@ type Runtime struct {
 	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
+	// tokens calibrates token estimates per model; contextTokens is
+	// Deps.ContextTokens.
+	tokens        tokenMeter
+	contextTokens func(model string) int
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -151,6 +159,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
 	}
 	rt.catalog, rt.usage = d.Models, d.Usage
+	rt.contextTokens = d.ContextTokens
 	if rt.instrument == nil {
 		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
 	}

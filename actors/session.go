@@ -87,6 +87,18 @@ type session struct {
 	// model is the catalog model the chat chose with /model, "" for the
 	// default (actors/models.go).
 	model string
+
+	// summary stands for the conversation's compressed beginning
+	// (compress.go). appended counts the messages ever appended to history:
+	// a store call that returns a fresh history is answered with it plus
+	// what was appended since the call. compressAsker is the /compress the
+	// running compressor answers.
+	summary       string
+	appended      int
+	compressAsker *messages.UserMessage
+	// compressAfter holds automatic compression back until appended
+	// reaches it (after a failed one).
+	compressAfter int
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -208,6 +220,12 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleReceipt(m)
 	case *commandReply:
 		a.reply(c, m.m, m.text)
+	case *compressResult:
+		a.handleCompressResult(c, m)
+	case *compacted:
+		a.handleCompacted(c, m)
+	case *resumed:
+		a.handleResumed(c, m)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -270,6 +288,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	} else {
 		st := m.state
 		a.history = slices.Clip(st.History)
+		a.summary = st.Summary
 		if st.Voice != "" {
 			a.voice = st.Voice
 		}
@@ -408,6 +427,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		inputs:   inputs,
 		kind:     kindTurn,
 		model:    a.model,
+		summary:  a.summary,
 	}
 	// Counted before it is spawned: the turn runs at once on its own
 	// goroutine, and a metric or /status read while its tools run must
@@ -514,12 +534,16 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
 		return slices.Contains(m.unsteered, in)
 	})
-	for _, in := range inputs {
-		if in.GetText() != "" {
-			a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+	if t.conv == a.conv { // else /resume went to another conversation meanwhile
+		for _, in := range inputs {
+			if in.GetText() != "" {
+				a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+				a.appended++
+			}
 		}
+		a.history = append(a.history, m.produced...)
+		a.appended += len(m.produced)
 	}
-	a.history = append(a.history, m.produced...)
 	if n := a.rt.cfg.HistoryLimit; n > 0 && len(a.history) > 2*n {
 		a.history = slices.Clip(slices.Clone(a.history[len(a.history)-n:]))
 	}
@@ -538,6 +562,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	a.queued = append(a.queued, m.unsteered...)
 	if !m.failed {
 		a.afterTurn(c)
+		a.maybeCompress(c, nil)
 	}
 	a.next(c)
 }

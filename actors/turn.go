@@ -59,6 +59,18 @@ type turn struct {
 	// fallback names the model that answered instead, if one did.
 	model    string
 	fallback string
+
+	// summary stands for the conversation's compressed beginning; the
+	// model sees it at the end of the system prompt (compress.go).
+	summary string
+	// head is how many messages open convo (the system prompt) and
+	// histEnd where the history ends in it: the history between them is
+	// what a request drops, oldest first, when the whole does not fit.
+	head, histEnd int
+	// estimate is the last request's estimated tokens, before calibration,
+	// compared with what the server reports.
+	estimate int
+	reqModel string
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -89,8 +101,10 @@ func (t *turn) Receive(c actor.Context) {
 func (t *turn) begin(c actor.Context) {
 	s, _ := identity.Of(c) // bound by construction: the turn's parent is its session
 	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
-	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(s, t.instructions)})
+	t.convo = append(t.convo, model.Message{Role: "system", Content: withSummary(t.rt.systemPrompt(s, t.instructions), t.summary)})
+	t.head = len(t.convo)
 	t.convo = append(t.convo, t.history...)
+	t.histEnd = len(t.convo)
 	for _, in := range t.inputs {
 		t.convo = append(t.convo, userContent(in))
 	}
@@ -118,10 +132,12 @@ func userContent(m *messages.UserMessage) model.Message {
 }
 
 func (t *turn) callModel(c actor.Context) {
-	req := model.Request{Messages: t.convo, Model: t.model}
+	req := model.Request{Model: t.model}
 	if t.rounds < t.rt.cfg.MaxToolRounds {
 		req.Tools = t.specs()
 	}
+	t.reqModel = req.Model
+	req.Messages, t.estimate = t.request(req.Tools)
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
 	s, _ := identity.Of(c)
 	sender, loaded, extra := senderOf(t.inputs), t.extraLoaded, t.extra
@@ -173,6 +189,10 @@ func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
 	if t.ctx.Err() != nil {
 		return // cancelled: the session is no longer listening
 	}
+	if !t.extraLoaded {
+		// The request's estimate could not count what was fetched with it.
+		t.estimate += tokensOf(len(m.extra))
+	}
 	t.extra, t.extraLoaded = m.extra, true
 	if m.err != nil {
 		t.rt.log.Warn("model call failed", "session", t.sessionKey(c), "err", m.err)
@@ -186,6 +206,7 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	msg := resp.Message
 	msg.Role = "assistant"
 	t.rt.obs.ModelCall(t.rt.modelName(resp.Model, t.model), resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.rt.tokens.observe(t.reqModel, t.estimate, resp.Usage.PromptTokens)
 	t.tokensIn += resp.Usage.PromptTokens
 	t.tokensOut += resp.Usage.CompletionTokens
 	if resp.Fallback {

@@ -92,6 +92,11 @@ type Config struct {
 	// that many turns of a conversation; 0 turns them off.
 	ReviewEvery int
 	SweepEvery  int
+	// ContextTokens is the model's context window, for the token budget
+	// that triggers compression; ToolResultLimit caps (in bytes) a tool
+	// result as the model sees it, 0 for no cap.
+	ContextTokens   int
+	ToolResultLimit int
 
 	// Tools are the settings of the tools that act (config/tools.go).
 	Tools Tools
@@ -153,13 +158,15 @@ var keys = append([]struct {
 	{"HERMES_IDLE_TIMEOUT", "30m", false},
 	{"HERMES_BUSY_POLICY", "interrupt", false},
 	{"HERMES_SYSTEM_PROMPT", "", false},
-	{"HERMES_HISTORY_LIMIT", "200", false},
+	{"HERMES_HISTORY_LIMIT", "1000", false},
 	{"HERMES_MAX_TOOL_ROUNDS", "8", false},
 	{"HERMES_TURN_TIMEOUT", "10m", false},
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
 	{"HERMES_DATABASE_URL", "", true},
+	{"HERMES_CONTEXT_TOKENS", "32768", false},
+	{"HERMES_TOOL_RESULT_LIMIT", "16384", false},
 }, toolKeys...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
@@ -423,6 +430,8 @@ func parse(v map[string]string) (Config, error) {
 	if msg := checkDatabaseURL(c.DatabaseURL); msg != "" {
 		bad("HERMES_DATABASE_URL", "%s", msg)
 	}
+	c.ContextTokens = num("HERMES_CONTEXT_TOKENS")
+	c.ToolResultLimit = count("HERMES_TOOL_RESULT_LIMIT")
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("HERMES_HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
 	}

@@ -123,6 +123,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.DefaultBusy = messages.BusyPolicy(cfg.BusyPolicy)
 	rcfg.ModelName = modelName
 	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
+	rcfg.ContextTokens, rcfg.ToolResultLimit = cfg.ContextTokens, cfg.ToolResultLimit
 	if cfg.SystemPrompt != "" {
 		rcfg.SystemPrompt = cfg.SystemPrompt
 	}
@@ -135,6 +136,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	if router != nil {
 		deps.Models = router
+		// A model's own context size, when the catalog gives one, is the
+		// budget compression keeps its history within.
+		deps.ContextTokens = func(name string) int {
+			if name == "" {
+				name = router.Default()
+			}
+			info, _ := router.Info(name)
+			return info.ContextTokens
+		}
 	}
 	if err := d.speech(&deps); err != nil {
 		return fail(err)

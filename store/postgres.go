@@ -263,6 +263,19 @@ CREATE TABLE usage (
 	PRIMARY KEY (session_key, day, model)
 );
 `,
+	// v3 (SQLite v6): a conversation's title and the summary that stands
+	// for its messages up to summary_upto once it was compressed.
+	`
+CREATE TABLE conversations (
+	session_key  TEXT NOT NULL,
+	conversation BIGINT NOT NULL,
+	title        TEXT NOT NULL DEFAULT '',
+	summary      TEXT NOT NULL DEFAULT '',
+	summary_upto BIGINT NOT NULL DEFAULT 0,
+	updated      BIGINT NOT NULL,
+	PRIMARY KEY (session_key, conversation)
+);
+`,
 }
 
 // migrationLock is the advisory lock key that serialises schema changes of

@@ -207,6 +207,21 @@ CREATE TABLE usage (
 	PRIMARY KEY (session_key, day, model)
 ) STRICT, WITHOUT ROWID;
 `,
+	// v6: what a session keeps about each of its conversations beyond the
+	// messages: a title (/title), and the summary that stands for the
+	// conversation's messages up to summary_upto (a message id) once it was
+	// compressed, so that a restart neither loses nor redoes it.
+	`
+CREATE TABLE conversations (
+	session_key  TEXT NOT NULL,
+	conversation INTEGER NOT NULL,
+	title        TEXT NOT NULL DEFAULT '',
+	summary      TEXT NOT NULL DEFAULT '',
+	summary_upto INTEGER NOT NULL DEFAULT 0,
+	updated      INTEGER NOT NULL,
+	PRIMARY KEY (session_key, conversation)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and
