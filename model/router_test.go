@@ -359,3 +359,49 @@ func TestRouter_BreakerIsPerEndpoint(t *testing.T) {
 		t.Errorf("b on an open endpoint: %v %+v, dead calls %d", err, resp, dead.Calls())
 	}
 }
+
+// TestRouter_HangingPrimaryTimesOutThenFallsBack: a primary that never
+// answers costs its own timeout, not the caller's whole budget.
+func TestRouter_HangingPrimaryTimesOutThenFallsBack(t *testing.T) {
+	hang := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Delay(time.Hour, modeltest.Echo())))
+	backup := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Reply("backup")))
+	e := entry("main", hang, "spare")
+	e.Client.Timeout = 200 * time.Millisecond
+	r := newRouter(t, model.RouterConfig{Models: []model.ModelConfig{e, entry("spare", backup)}})
+	start := time.Now()
+	resp, err := r.Complete(t.Context(), userRequest("hi"))
+	if err != nil || resp.Model != "spare" || !resp.Fallback {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("took %s", el)
+	}
+}
+
+// TestRouter_CancelledCallerDoesNotFallBack: /stop ends the call; no other
+// model is asked and the breaker counts nothing.
+func TestRouter_CancelledCallerDoesNotFallBack(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	primary := modeltest.NewServer(t, modeltest.WithHandler(func(ctx context.Context, req model.Request) (model.Response, error) {
+		arrived <- struct{}{}
+		<-ctx.Done()
+		return model.Response{}, ctx.Err()
+	}))
+	backup := modeltest.NewServer(t)
+	r := newRouter(t, model.RouterConfig{Models: []model.ModelConfig{entry("main", primary, "spare"), entry("spare", backup)}, BreakerFailures: 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	_, err := r.Complete(ctx, userRequest("hi"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if backup.Calls() != 0 {
+		t.Error("a cancelled call fell back")
+	}
+	if st, _ := r.Breaker("main"); st != model.BreakerClosed {
+		t.Errorf("breaker = %s after a cancellation", st)
+	}
+}

@@ -1,10 +1,11 @@
 // Package model talks to language models. It holds hermesd's own vocabulary
 // for a chat completion with tool calling (Message, ToolCall, ToolSpec,
-// Request, Response), the Completer interface a turn calls, and its two
+// Request, Response), the Completer interface a turn calls, and its
 // implementations: Client, for any OpenAI-compatible endpoint (OpenAI,
-// OpenRouter, vLLM, llama.cpp server, Ollama), and Offline, the built-in
-// deterministic assistant that lets a fresh install work end to end with no
-// endpoint configured.
+// OpenRouter, vLLM, llama.cpp server, Ollama), streamed or not; Router, over
+// a catalog of such models with fallback chains and a circuit breaker per
+// endpoint; and Offline, the built-in deterministic assistant that lets a
+// fresh install work end to end with no endpoint configured.
 //
 // The wire format stays inside this package (model/internal/wire): callers
 // never see JSON shapes, only these types. model/modeltest is a fake endpoint
