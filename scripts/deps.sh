@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the system packages hermesd needs, or says exactly what is missing.
 #   scripts/deps.sh run    what the daemon uses (speech)
-#   scripts/deps.sh test   that, plus what the tests use (opusinfo, chromium, protoc,
+#   scripts/deps.sh test   that, plus what the tests use (opusinfo, chromium, protoc, pdftotext,
 #                          bwrap: the terminal tool's sandbox, optional when running)
 set -euo pipefail
 
 want=(espeak-ng:espeak-ng lame:lame)
 if [[ "${1:-run}" == "test" ]]; then
 	want+=(opusinfo:opus-tools opusenc:opus-tools chromium:chromium protoc:protobuf-compiler bwrap:bubblewrap)
+	want+=(pdftotext:poppler-utils) # PDF documents sent in a chat (optional when running)
 fi
 
 missing=()
