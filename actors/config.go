@@ -56,6 +56,9 @@ type Config struct {
 	// RouterShards is how many router actors share the session keys; 0
 	// means one per CPU.
 	RouterShards int
+	// Vision says the model is given photos as image content parts; off,
+	// it gets a description and the user is told once per session.
+	Vision bool
 }
 
 // DefaultConfig returns the defaults used by the daemon.

@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
@@ -55,6 +56,9 @@ type Deps struct {
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
 	Instrument func(kind Kind, p *actor.Props) *actor.Props
+	// Media, if set, is where adapters stored the photos and documents of
+	// inbound messages; a turn reads photos from it for the model.
+	Media *media.Store
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -115,6 +119,8 @@ type Runtime struct {
 	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
+	// media holds inbound photos and documents (nil: none are read).
+	media *media.Store
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -141,6 +147,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		outboxes:   make(map[messages.Platform]*actor.PID),
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
+		media:     d.Media,
 	}
 	if rt.instrument == nil {
 		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
