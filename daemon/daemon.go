@@ -18,6 +18,7 @@ import (
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
@@ -73,6 +74,9 @@ type Daemon struct {
 	opts    Options
 	// reload holds what a reload swaps (allowlists, TTS provider).
 	reload reloadState
+	// media stores and reads the photos and documents users send
+	// (daemon/media.go).
+	media *media.Ingester
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -104,7 +108,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return fail(fmt.Errorf("tools: %w", err))
 	}
 
-	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient})
+	if d.media, err = d.mediaIngester(); err != nil {
+		return fail(err)
+	}
+	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, Media: d.media})
 	adapters := []platforms.Adapter{d.web}
 	more, err := d.platformAdapters()
 	if err != nil {
@@ -120,6 +127,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.DefaultBusy = messages.BusyPolicy(cfg.BusyPolicy)
 	rcfg.ModelName = modelName
 	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
+	rcfg.Vision = cfg.Media.Vision
 	if cfg.SystemPrompt != "" {
 		rcfg.SystemPrompt = cfg.SystemPrompt
 	}
@@ -128,6 +136,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		Adapters: adapters, Guard: d.guard,
 		PromptContext: d.promptContext,
 		Jobs:          jobClaimer{st: st, loc: time.Local, log: log},
+		Media:         d.media.Store(),
 	}
 	if err := d.speech(&deps); err != nil {
 		return fail(err)
