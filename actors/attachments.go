@@ -82,9 +82,9 @@ func attachmentNotices(inputs []*messages.UserMessage, vision, noticeVision bool
 		for _, a := range m.GetAttachments() {
 			switch {
 			case a.GetProblem() != "":
-				out = append(out, fmt.Sprintf("⚠️ I could not read %q: %s.", a.GetName(), a.GetProblem()))
+				out = append(out, fmt.Sprintf("⚠️ I could not read “%s”: %s.", a.GetName(), a.GetProblem()))
 			case a.GetTruncated():
-				out = append(out, fmt.Sprintf("✂️ %q is long: I read only its first %d characters.", a.GetName(), len([]rune(a.GetText()))))
+				out = append(out, fmt.Sprintf("✂️ “%s” is long: I read only its first %d characters.", a.GetName(), len([]rune(a.GetText()))))
 			case a.GetKind() == "photo" && a.GetSha256() != "" && !vision && noticeVision && !gaveVision:
 				out = append(out, noticeNoVision)
 				gaveVision = true

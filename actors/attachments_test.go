@@ -131,7 +131,7 @@ func TestDocument_TextReachesTheModel(t *testing.T) {
 		t.Errorf("reply = %q", reply)
 	}
 	reply = h.sendAttached(t, s, "d2", "", &messages.Attachment{Kind: "document", Name: "big.txt", Text: "abcdef", Truncated: true})
-	if !strings.HasPrefix(reply, `✂️ "big.txt" is long: I read only its first 6 characters.`) {
+	if !strings.HasPrefix(reply, `✂️ “big.txt” is long: I read only its first 6 characters.`) {
 		t.Errorf("truncated reply = %q", reply)
 	}
 	if got := m.last(t).Content; !strings.Contains(got, "only its first 6 characters are shown") {
@@ -143,7 +143,7 @@ func TestAttachmentProblem_ToldAndSessionKeepsWorking(t *testing.T) {
 	h, m, _ := startMedia(t, true)
 	s := webSession("problems")
 	reply := h.sendAttached(t, s, "x1", "", &messages.Attachment{Kind: "document", Name: "huge.pdf", Size: 30 << 20, Problem: "the file is 30.0 MB, over the 20.0 MB limit"})
-	if !strings.HasPrefix(reply, `⚠️ I could not read "huge.pdf": the file is 30.0 MB, over the 20.0 MB limit.`) {
+	if !strings.HasPrefix(reply, `⚠️ I could not read “huge.pdf”: the file is 30.0 MB, over the 20.0 MB limit.`) {
 		t.Errorf("reply = %q", reply)
 	}
 	if got := m.last(t).Content; !strings.Contains(got, "not read: the file is 30.0 MB") {
