@@ -60,32 +60,45 @@ func PrepareImage(data []byte, maxSide, maxBytes int) (out []byte, mime string, 
 	}
 	side := maxSide
 	for range 6 {
-		out, w, h, err = scaleJPEG(src, side)
+		// Each smaller attempt starts from the last scaled picture, not the
+		// original: a 12 MP source is resampled once.
+		var scaled *image.RGBA
+		scaled, out, err = scaleJPEG(src, side)
 		if err != nil {
 			return nil, "", 0, 0, err
 		}
+		w, h = scaled.Bounds().Dx(), scaled.Bounds().Dy()
 		if len(out) <= maxBytes {
 			return out, "image/jpeg", w, h, nil
 		}
-		side = side * 3 / 4
+		src, side = scaled, max(w, h)*3/4
 	}
 	return nil, "", 0, 0, fmt.Errorf("image still over %d bytes at %d pixels: %w", maxBytes, side, ErrImageTooLarge)
 }
 
 // scaleJPEG fits src into side×side (never enlarging it), flattens any
-// transparency onto white (JPEG has none) and encodes it.
-func scaleJPEG(src image.Image, side int) ([]byte, int, int, error) {
+// transparency onto white (JPEG has none) and encodes it. It returns the
+// scaled picture too, for a further reduction.
+//
+// The scaler is bilinear over the whole source area (draw.BiLinear), not
+// Catmull-Rom: for a model's eyes the difference does not show, and on a
+// 12 MP photo it is several times faster.
+func scaleJPEG(src image.Image, side int) (*image.RGBA, []byte, error) {
 	b := src.Bounds()
 	w, h := b.Dx(), b.Dy()
 	if m := max(w, h); m > side {
 		w, h = max(1, w*side/m), max(1, h*side/m)
 	}
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	draw.Draw(dst, dst.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-	draw.CatmullRom.Scale(dst, dst.Bounds(), src, b, draw.Over, nil)
+	op := draw.Src
+	if o, ok := src.(interface{ Opaque() bool }); !ok || !o.Opaque() {
+		draw.Draw(dst, dst.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+		op = draw.Over
+	}
+	draw.BiLinear.Scale(dst, dst.Bounds(), src, b, op, nil)
 	var buf bytes.Buffer
 	if err := jpeg.Encode(&buf, dst, &jpeg.Options{Quality: jpegQuality}); err != nil {
-		return nil, 0, 0, fmt.Errorf("encode jpeg: %w", err)
+		return nil, nil, fmt.Errorf("encode jpeg: %w", err)
 	}
-	return buf.Bytes(), w, h, nil
+	return dst, buf.Bytes(), nil
 }
