@@ -158,6 +158,10 @@ func (in *Ingester) document(ctx context.Context, a *messages.Attachment, data [
 	case errors.Is(err, ErrNoPDFTool):
 		a.Problem = ErrNoPDFTool.Error() + " on this server"
 		return nil
+	case errors.Is(err, errTooSlow):
+		in.log.Warn("document extraction timed out", "name", a.Name, "bytes", len(data), "err", err)
+		a.Problem = fmt.Sprintf("%s (over %s)", errTooSlow, in.lim.PDFTimeout)
+		return nil
 	case err != nil:
 		in.log.Info("document refused", "name", a.Name, "bytes", len(data), "err", err)
 		a.Problem = ErrBadDocument.Error()

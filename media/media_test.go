@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -282,6 +283,30 @@ func TestIngest_PDFWithoutTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(a.Problem, "pdftotext") {
+		t.Errorf("attachment = %+v", a)
+	}
+}
+
+func TestIngest_PDFToolThatHangs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pdftotext"), []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command")
+	}
+	t.Setenv("PATH", dir+":"+filepath.Dir(sleep))
+	in := newIngester(t, func(l *media.Limits) { l.PDFTimeout = 200 * time.Millisecond })
+	a := &messages.Attachment{Kind: "document", Name: "slow.pdf"}
+	start := time.Now()
+	if err := in.Ingest(t.Context(), a, []byte("%PDF-1.4 whatever")); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a hanging pdftotext held the message for %s", took)
+	}
+	if a.Problem != "reading it took too long (over 200ms)" || a.Text != "" {
 		t.Errorf("attachment = %+v", a)
 	}
 }

@@ -16,6 +16,9 @@ const PDFTool = "pdftotext"
 // ErrNoPDFTool says pdftotext is not installed, so PDFs cannot be read.
 var ErrNoPDFTool = errors.New("reading PDFs needs poppler's pdftotext, which is not installed")
 
+// errTooSlow says extraction ran out of its time.
+var errTooSlow = errors.New("reading it took too long")
+
 // PDFToolPath returns where pdftotext is, or ErrNoPDFTool. hermesd doctor
 // reports it.
 func PDFToolPath() (string, error) {
@@ -50,7 +53,7 @@ func extractPDF(ctx context.Context, path string, maxChars int, timeout time.Dur
 			return "", fmt.Errorf("pdftotext: %w", parent.Err())
 		}
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("pdftotext: no result within %s: %w", timeout, ErrBadDocument)
+			return "", fmt.Errorf("pdftotext: no result within %s: %w", timeout, errTooSlow)
 		}
 		msg := strings.TrimSpace(stderr.buf.String())
 		return "", fmt.Errorf("pdftotext: %w (%s): %w", err, msg, ErrBadDocument)
