@@ -27,8 +27,9 @@ var ErrBadDocument = errors.New("the document is damaged or not what its name sa
 
 // extractDOCX returns the paragraphs of a DOCX's body as lines of text,
 // stopping once it has more than maxChars characters. Nothing is written
-// to disk; only word/document.xml is read, by its exact name.
-func extractDOCX(data []byte, maxChars int) (string, error) {
+// to disk; only word/document.xml is read, by its exact name, and never
+// more than maxEntry bytes of it (docxMaxEntrySize in use; tests pass less).
+func extractDOCX(data []byte, maxChars int, maxEntry uint64) (string, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return "", fmt.Errorf("docx: %w: %w", ErrBadDocument, err)
@@ -51,18 +52,18 @@ func extractDOCX(data []byte, maxChars int) (string, error) {
 	if body == nil {
 		return "", fmt.Errorf("docx: no %s: %w", docxBody, ErrBadDocument)
 	}
-	if body.UncompressedSize64 > docxMaxEntrySize {
-		return "", fmt.Errorf("docx: %s declares %d bytes, more than %d: %w", docxBody, body.UncompressedSize64, docxMaxEntrySize, ErrBadDocument)
+	if body.UncompressedSize64 > maxEntry {
+		return "", fmt.Errorf("docx: %s declares %d bytes, more than %d: %w", docxBody, body.UncompressedSize64, maxEntry, ErrBadDocument)
 	}
 	rc, err := body.Open()
 	if err != nil {
 		return "", fmt.Errorf("docx: %w: %w", ErrBadDocument, err)
 	}
 	defer rc.Close()
-	lr := &io.LimitedReader{R: rc, N: docxMaxEntrySize + 1}
+	lr := &io.LimitedReader{R: rc, N: int64(maxEntry) + 1}
 	text, err := docxText(lr, maxChars)
 	if lr.N <= 0 {
-		return "", fmt.Errorf("docx: %s inflates past %d bytes: %w", docxBody, docxMaxEntrySize, ErrBadDocument)
+		return "", fmt.Errorf("docx: %s inflates past %d bytes: %w", docxBody, maxEntry, ErrBadDocument)
 	}
 	if err != nil {
 		return "", fmt.Errorf("docx: %w: %w", ErrBadDocument, err)

@@ -144,7 +144,7 @@ func (in *Ingester) document(ctx context.Context, a *messages.Attachment, data [
 			return ctx.Err()
 		}
 	case kindDOCX:
-		text, err = extractDOCX(data, in.lim.DocumentMaxChars)
+		text, err = extractDOCX(data, in.lim.DocumentMaxChars, docxMaxEntrySize)
 	case kindText:
 		text = string(bytes.TrimPrefix(data, []byte("\uFEFF")))
 	case kindBadPDF:
