@@ -70,6 +70,9 @@ type Config struct {
 	// CompressKeep is the share of the budget (0–1) kept as the newest
 	// messages, verbatim, when a conversation is compressed.
 	CompressKeep float64
+	// Vision says the model is given photos as image content parts; off,
+	// it gets a description and the user is told once per session.
+	Vision bool
 }
 
 // DefaultConfig returns the defaults used by the daemon.

@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
@@ -65,6 +66,9 @@ type Deps struct {
 	// ("" is the default model), or 0 when it does not know it (then
 	// Config.ContextTokens applies).
 	ContextTokens func(model string) int
+	// Media, if set, is where adapters stored the photos and documents of
+	// inbound messages; a turn reads photos from it for the model.
+	Media *media.Store
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -131,6 +135,8 @@ type Runtime struct {
 	// Deps.ContextTokens.
 	tokens        tokenMeter
 	contextTokens func(model string) int
+	// media holds inbound photos and documents (nil: none are read).
+	media *media.Store
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -157,6 +163,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		outboxes:   make(map[messages.Platform]*actor.PID),
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
+		media:     d.Media,
 	}
 	rt.catalog, rt.usage = d.Models, d.Usage
 	rt.contextTokens = d.ContextTokens

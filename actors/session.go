@@ -99,6 +99,9 @@ type session struct {
 	// compressAfter holds automatic compression back until appended
 	// reaches it (after a failed one).
 	compressAfter int
+	// visionNoticed: the user was told this session's model cannot see
+	// images (attachments.go), so later photos are not told again.
+	visionNoticed bool
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -429,6 +432,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		model:    a.model,
 		summary:  a.summary,
 	}
+	t.vision, t.noticeVision = a.rt.visionFor(a.model), !a.visionNoticed
 	// Counted before it is spawned: the turn runs at once on its own
 	// goroutine, and a metric or /status read while its tools run must
 	// already include it.
@@ -527,6 +531,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 		outcome = "error"
 	}
 	t := a.endTurn(c, outcome)
+	a.visionNoticed = a.visionNoticed || m.visionNoticed
 	a.logger().Info("turn", "turn", t.id, "outcome", outcome, "duration", time.Since(t.started).Round(time.Millisecond),
 		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
 	// Steer messages the turn could not use are answered by a turn of their

@@ -71,6 +71,12 @@ type turn struct {
 	// compared with what the server reports.
 	estimate int
 	reqModel string
+
+	// vision says the model gets photos as images; noticeVision that this
+	// turn may tell the user, once for the session, that it does not.
+	// notices go before the reply (attachments.go).
+	vision, noticeVision, visionNoticed bool
+	notices                             []string
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -106,27 +112,21 @@ func (t *turn) begin(c actor.Context) {
 	t.convo = append(t.convo, t.history...)
 	t.histEnd = len(t.convo)
 	for _, in := range t.inputs {
-		t.convo = append(t.convo, userContent(in))
+		t.convo = append(t.convo, t.withImages(in, userContent(in, t.vision)))
 	}
+	t.notices, t.visionNoticed = attachmentNotices(t.inputs, t.vision, t.noticeVision)
 	t.callModel(c)
 }
 
 // userContent renders an inbound message the way the model should read it.
-func userContent(m *messages.UserMessage) model.Message {
+func userContent(m *messages.UserMessage, vision bool) model.Message {
 	var b strings.Builder
 	if m.GetFromVoice() {
 		b.WriteString("[The user sent a voice message. Transcript:] ")
 	}
 	b.WriteString(m.GetText())
 	for _, a := range m.GetAttachments() {
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "[attachment: %s %q, %s, %d bytes", a.GetKind(), a.GetName(), a.GetMimeType(), a.GetSize())
-		if a.GetDurationSecs() > 0 {
-			fmt.Fprintf(&b, ", %.1f s", a.GetDurationSecs())
-		}
-		b.WriteByte(']')
+		writeAttachment(&b, a, vision)
 	}
 	return model.Message{Role: "user", Content: b.String()}
 }
@@ -281,8 +281,10 @@ func (t *turn) maybeContinue(c actor.Context) {
 	}
 	t.calls, t.results, t.tools = nil, nil, nil
 	for _, m := range t.steer {
-		um := userContent(m)
+		um := t.withImages(m, userContent(m, t.vision))
 		t.convo = append(t.convo, um)
+		more, gave := attachmentNotices([]*messages.UserMessage{m}, t.vision, t.noticeVision && !t.visionNoticed)
+		t.notices, t.visionNoticed = append(t.notices, more...), t.visionNoticed || gave
 	}
 	t.steer = nil
 	t.callModel(c)
@@ -300,6 +302,9 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 		reply += fallbackNotice(t.fallback)
 	}
 	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
+	if t.kind == kindTurn {
+		done.reply, done.visionNoticed = withNotices(t.notices, reply), t.visionNoticed
+	}
 	if !failed && (t.kind == kindTurn || t.kind == kindCron || t.kind == kindBackground) {
 		done.produced = t.produced
 	}

@@ -110,6 +110,8 @@ type Config struct {
 	// `default_model:`, "" for the first entry.
 	Models       []ModelEntry
 	DefaultModel string
+	// Media are the settings of inbound images and documents (config/media.go).
+	Media Media
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -167,7 +169,7 @@ var keys = append([]struct {
 	{"HERMES_DATABASE_URL", "", true},
 	{"HERMES_CONTEXT_TOKENS", "32768", false},
 	{"HERMES_TOOL_RESULT_LIMIT", "16384", false},
-}, toolKeys...)
+}, append(toolKeys, mediaKeys...)...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
 // HERMES_HOME/.env, then the environment through lookup (os.LookupEnv in the
@@ -472,6 +474,7 @@ func parse(v map[string]string) (Config, error) {
 		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
 	}
 	c.Tools = parseTools(v, bad)
+	c.Media = parseMedia(v, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
@@ -75,6 +76,9 @@ type Daemon struct {
 	// router is the model catalog, nil for the offline assistant or a
 	// test's model (daemon/models.go).
 	router *model.Router
+	// media stores and reads the photos and documents users send
+	// (daemon/media.go).
+	media *media.Ingester
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -107,7 +111,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return fail(fmt.Errorf("tools: %w", err))
 	}
 
-	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient})
+	if d.media, err = d.mediaIngester(); err != nil {
+		return fail(err)
+	}
+	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, Media: d.media})
 	adapters := []platforms.Adapter{d.web}
 	more, err := d.platformAdapters()
 	if err != nil {
@@ -124,6 +131,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.ModelName = modelName
 	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
 	rcfg.ContextTokens, rcfg.ToolResultLimit = cfg.ContextTokens, cfg.ToolResultLimit
+	rcfg.Vision = cfg.Media.Vision
 	if cfg.SystemPrompt != "" {
 		rcfg.SystemPrompt = cfg.SystemPrompt
 	}
@@ -133,6 +141,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		PromptContext: d.promptContext,
 		Jobs:          jobClaimer{st: st, loc: time.Local, log: log},
 		Usage:         persistence{st},
+		Media:         d.media.Store(),
 	}
 	if router != nil {
 		deps.Models = router

@@ -54,6 +54,18 @@ type Message struct {
 	// tool messages), or an optional participant name on other roles, sent only
 	// when it matches [A-Za-z0-9_-]{1,64} as OpenAI requires.
 	Name string
+	// Images go with a RoleUser message to a model that can see them; the
+	// request then carries content parts instead of a plain string.
+	Images []Image
+}
+
+// Image is one picture given to the model, already scaled to what the model
+// should receive.
+type Image struct {
+	// MIME is its media type, e.g. "image/jpeg".
+	MIME string
+	// Data is the encoded image.
+	Data []byte
 }
 
 // ToolCall is one function call requested by the model.

@@ -20,9 +20,10 @@ const doctorUsage = `Usage: hermesd doctor [-offline] [-timeout d]
 
 Checks the installation and the configuration, and probes what they name:
 every configured model's endpoint (GET /models, and that it lists the
-model), each configured platform's identity
-(Telegram getMe, Discord /users/@me), and the speech tools (espeak-ng speaks,
-lame encodes). Every ✗ line says what to do. It exits 1 when a check fails.
+model), each configured platform's identity (Telegram getMe, Discord
+/users/@me), the speech tools (espeak-ng speaks, lame encodes) and pdftotext
+(PDFs sent in a chat). Every ✗ line says what to do. It exits 1 when a check
+fails.
 
   -offline     skip the network probes (tools and the store are still checked)
   -timeout d   how long one probe may take (default 10s)
@@ -77,6 +78,7 @@ func doctor(ctx context.Context, args []string, w io.Writer, env func(string) (s
 
 	p := newProber(*timeout)
 	failed += doctorSpeech(ctx, w, p, cfg)
+	doctorMedia(w, cfg.Media)
 	if _, err := exec.LookPath("opusinfo"); err == nil {
 		fmt.Fprintln(w, "✓ opusinfo (opus-tools): only the tests use it")
 	} else {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 )
@@ -63,6 +64,8 @@ type Adapter struct {
 	stopOnce sync.Once
 	ready    chan struct{}
 	readyOne sync.Once
+	// files stores and reads uploaded images and documents (nil: refused).
+	files *media.Ingester
 }
 
 var _ platforms.Adapter = (*Adapter)(nil)
@@ -76,6 +79,9 @@ type Options struct {
 	// MaxStreamsPerClient bounds the event streams one client IP may hold
 	// open at once; 0 means 32.
 	MaxStreamsPerClient int
+	// Media, if set, takes the files of POST /api/chat (images, documents)
+	// and stores and reads them; nil refuses files.
+	Media *media.Ingester
 }
 
 // New returns a web chat adapter.
@@ -101,6 +107,7 @@ func New(o Options) *Adapter {
 		maxStreams: o.MaxStreamsPerClient,
 		stopped:    make(chan struct{}),
 		ready:      make(chan struct{}),
+		files:      o.Media,
 	}
 }
 

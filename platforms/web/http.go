@@ -46,6 +46,8 @@ func (a *Adapter) handlePage(w http.ResponseWriter, r *http.Request) {
 type chatRequest struct {
 	Chat string `json:"chat"`
 	Text string `json:"text"`
+	// Files are images and documents sent with the text (uploads.go).
+	Files []upload `json:"files,omitempty"`
 }
 
 // chatResponse is its answer.
@@ -76,12 +78,12 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, a.bodyLimit())
 	var req chatRequest
 	if err := DecodeJSON(r.Body, &req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", a.bodyLimit()))
 			return
 		}
 		WriteError(w, http.StatusBadRequest, "malformed_json", "body must be one JSON object like {\"chat\": \"<id>\", \"text\": \"...\"}: "+err.Error())
@@ -92,8 +94,16 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		WriteError(w, http.StatusBadRequest, "bad_chat", err.Error())
 		return
 	}
-	if strings.TrimSpace(req.Text) == "" {
+	if strings.TrimSpace(req.Text) == "" && len(req.Files) == 0 {
 		WriteError(w, http.StatusBadRequest, "empty_text", "text is empty")
+		return
+	}
+	if len(req.Files) > 0 && a.files == nil {
+		WriteError(w, http.StatusBadRequest, "no_files", "this server does not take files")
+		return
+	}
+	if len(req.Files) > maxUploads {
+		WriteError(w, http.StatusBadRequest, "too_many_files", fmt.Sprintf("at most %d files per message", maxUploads))
 		return
 	}
 	in := a.in.Load()
@@ -102,11 +112,15 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		return
 	}
 	msgID := fmt.Sprintf("%s-m%d", a.prefix, a.seq.Add(1))
-	wt := a.wait(msgID)
-	err = (*in)(r.Context(), &messages.UserMessage{
+	um := &messages.UserMessage{
 		SessionKey: s.Key(), MessageId: msgID, SenderId: req.Chat, SenderName: "web", Text: req.Text,
 		ReceivedUnixMs: time.Now().UnixMilli(),
-	})
+	}
+	if err := a.attachUploads(r.Context(), req.Files, um); err != nil {
+		return // the client left
+	}
+	wt := a.wait(msgID)
+	err = (*in)(r.Context(), um)
 	if err != nil {
 		a.collect(msgID, wt)
 		if errors.Is(err, platforms.ErrTooLarge) {
