@@ -71,8 +71,11 @@ var ErrNoConversation = errors.New("no such conversation")
 
 // ConversationInfo describes one of a session's conversations (/sessions).
 type ConversationInfo struct {
-	Number      int64
-	Title       string
+	Number int64
+	Title  string
+	// Opening is the start of its first user message, shown when it has
+	// no title.
+	Opening     string
 	First, Last time.Time
 	Messages    int
 }

@@ -91,15 +91,33 @@ func formatConversations(list []ConversationInfo, cur int64) string {
 		title := ci.Title
 		if title == "" {
 			title = "(untitled)"
+			if o := opening(ci.Opening); o != "" {
+				title = fmt.Sprintf("(untitled) “%s”", o)
+			}
 		}
 		mark := ""
 		if ci.Number == cur {
 			mark = " ← current"
 		}
-		fmt.Fprintf(&b, "%d. %s — %s, %d messages%s\n", ci.Number, title, ci.Last.UTC().Format("2006-01-02 15:04 UTC"), ci.Messages, mark)
+		noun := "messages"
+		if ci.Messages == 1 {
+			noun = "message"
+		}
+		fmt.Fprintf(&b, "%d. %s — %s, %d %s%s\n", ci.Number, title, ci.Last.UTC().Format("2006-01-02 15:04 UTC"), ci.Messages, noun, mark)
 	}
 	b.WriteString("Send /resume <n> to go back to one.")
 	return b.String()
+}
+
+// opening shortens a conversation's first message to one line of at most
+// 40 characters, for /sessions.
+func opening(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= 40 {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:39])) + "…"
 }
 
 // resume makes an earlier conversation of this chat current (/resume n).

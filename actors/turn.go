@@ -136,6 +136,8 @@ func (t *turn) callModel(c actor.Context) {
 	if t.rounds < t.rt.cfg.MaxToolRounds {
 		req.Tools = t.specs()
 	}
+	// req.Model, once the chat's model is set above, also picks the
+	// budget and the calibration of the request's size.
 	t.reqModel = req.Model
 	req.Messages, t.estimate = t.request(req.Tools)
 	ctx, m, rt := t.ctx, t.rt.model, t.rt

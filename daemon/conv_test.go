@@ -392,7 +392,7 @@ func TestConversations_TitleSessionsResumeOnlyThisChat(t *testing.T) {
 	w.say(t, "bob", "/new")
 
 	list := w.say(t, "alice", "/sessions")
-	if !regexp.MustCompile(`(?s)2\. \(untitled\) — .*, 2 messages ← current\n1\. Fruit talk — .*, 2 messages\n`).MatchString(list) {
+	if !regexp.MustCompile(`(?s)2\. \(untitled\) “banana” — .*, 2 messages ← current\n1\. Fruit talk — .*, 2 messages\n`).MatchString(list) {
 		t.Fatalf("/sessions = %q", list)
 	}
 	if got := w.say(t, "alice", "/resume 1"); got != "↪️ Back in conversation 1 (Fruit talk): 2 messages in context." {

@@ -217,7 +217,7 @@ func (p persistence) List(ctx context.Context, s messages.Session) ([]actors.Con
 	}
 	out := make([]actors.ConversationInfo, len(list))
 	for i, ci := range list {
-		out[i] = actors.ConversationInfo{Number: ci.Number, Title: ci.Title, First: ci.First, Last: ci.Last, Messages: ci.Messages}
+		out[i] = actors.ConversationInfo{Number: ci.Number, Title: ci.Title, Opening: ci.Opening, First: ci.First, Last: ci.Last, Messages: ci.Messages}
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/store"
 	"github.com/hermesd/hermesd/store/pgtest"
 )
@@ -122,4 +123,38 @@ func BenchmarkPostgres(b *testing.B) {
 	newDB := func(tb testing.TB) string { return srv.NewDatabase(tb) }
 	b.Run("Append", func(b *testing.B) { benchAppend(b, newDB) })
 	b.Run("History", func(b *testing.B) { benchHistory(b, newDB) })
+	b.Run("Accept", func(b *testing.B) { benchAccept(b, newDB) })
+}
+
+// BenchmarkAccept measures inbound messages stored as pending work (history
+// row and inbox row in one transaction) by 1000 sessions at once, as the
+// runtime's ingress does for every message.
+func BenchmarkAccept(b *testing.B) { benchAccept(b, dbPath) }
+
+func benchAccept(b *testing.B, newDB func(testing.TB) string) {
+	ctx := context.Background()
+	const sessions = 1000
+	s := mustOpen(b, newDB(b))
+	keys := make([]string, sessions)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("telegram:dm:%d", 100000+i)
+	}
+	var nextKey, seq atomic.Int64
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((sessions + procs - 1) / procs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		key := keys[int(nextKey.Add(1)-1)%sessions]
+		for pb.Next() {
+			i := seq.Add(1)
+			m := &messages.UserMessage{SessionKey: key, MessageId: fmt.Sprint(i), SenderId: "1", Text: benchText(int(i))}
+			if _, err := s.Accept(ctx, key, m); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }

@@ -208,6 +208,9 @@ func readContext(q func(string, []any, ...any) error, rows func(string, ...any) 
 type ConversationInfo struct {
 	Number int64
 	Title  string
+	// Opening is the start of its first user message (at most 200 bytes),
+	// to recognise an untitled conversation by.
+	Opening string
 	// First and Last are when its first and last messages were written.
 	First, Last time.Time
 	Messages    int
@@ -223,7 +226,10 @@ func (s *Store) Conversations(ctx context.Context, key string, limit int) ([]Con
 	if limit <= 0 {
 		limit = 50
 	}
-	rows, err := s.query(ctx, `SELECT m.conversation, COALESCE(c.title, ''), m.first, m.last, m.n FROM
+	rows, err := s.query(ctx, `SELECT m.conversation, COALESCE(c.title, ''),
+		COALESCE((SELECT substr(content, 1, 200) FROM messages WHERE session_key = ?1 AND conversation = m.conversation
+			AND role = 'user' ORDER BY id LIMIT 1), ''),
+		m.first, m.last, m.n FROM
 		(SELECT conversation, MIN(created) AS first, MAX(created) AS last, COUNT(*) AS n
 			FROM messages WHERE session_key = ?1 GROUP BY conversation) m
 		LEFT JOIN conversations c ON c.session_key = ?1 AND c.conversation = m.conversation
@@ -236,7 +242,7 @@ func (s *Store) Conversations(ctx context.Context, key string, limit int) ([]Con
 	for rows.Next() {
 		var ci ConversationInfo
 		var first, last int64
-		if err := rows.Scan(&ci.Number, &ci.Title, &first, &last, &ci.Messages); err != nil {
+		if err := rows.Scan(&ci.Number, &ci.Title, &ci.Opening, &first, &last, &ci.Messages); err != nil {
 			return nil, fmt.Errorf("conversations of %s: %w", key, err)
 		}
 		ci.First, ci.Last = fromMS(first), fromMS(last)
