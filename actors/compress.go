@@ -114,6 +114,9 @@ type compressor struct {
 	// forced is a /compress: everything but the last exchange is
 	// summarised, whether or not it fits.
 	forced bool
+	// model is the chat's model ("" for the default): its budget decides
+	// the cut, and it writes the summary.
+	model string
 }
 
 // compressResult is a compressor's report to its session.
@@ -160,7 +163,7 @@ func (k *compressor) run(s messages.Session) *compressResult {
 		res.err = fmt.Errorf("read the conversation: %w", err)
 		return res
 	}
-	budget := k.rt.tokens.unscale("", k.rt.budget(""))
+	budget := k.rt.tokens.unscale(k.model, k.rt.budget(k.model))
 	keep := k.rt.cfg.CompressKeep
 	if k.forced {
 		keep = -1
@@ -169,7 +172,7 @@ func (k *compressor) run(s messages.Session) *compressResult {
 	if cut == 0 {
 		return res
 	}
-	req := model.Request{Messages: []model.Message{
+	req := model.Request{Model: k.model, Messages: []model.Message{
 		{Role: model.RoleSystem, Content: compressInstructions},
 		{Role: model.RoleUser, Content: transcript(summary, entries[:cut], k.rt.cfg.ToolResultLimit)},
 	}}
@@ -272,7 +275,7 @@ func (a *session) contextSize() contextStats {
 	for i := range a.history {
 		est += estimateForModel(&a.history[i], a.rt.cfg.ToolResultLimit)
 	}
-	return contextStats{tokens: a.rt.tokens.scale("", est), budget: a.rt.budget("")}
+	return contextStats{tokens: a.rt.tokens.scale(a.model, est), budget: a.rt.budget(a.model)}
 }
 
 // compressRetryAfter is how many messages the history gains before an
@@ -305,7 +308,7 @@ func (a *session) maybeCompress(c actor.Context, asker *messages.UserMessage) {
 			a.reply(c, asker, "⏳ Already compressing this conversation.")
 		}
 		return
-	case asker == nil && (a.appended < a.compressAfter || a.contextSize().tokens <= a.rt.budget("")):
+	case asker == nil && (a.appended < a.compressAfter || a.contextSize().tokens <= a.rt.budget(a.model)):
 		return
 	case len(a.bg) >= a.rt.cfg.MaxBackground:
 		a.logger().Info("compression postponed: background slots full")
@@ -316,7 +319,7 @@ func (a *session) maybeCompress(c actor.Context, asker *messages.UserMessage) {
 	}
 	a.turnSeq = a.rt.turnIDs.Add(1)
 	ctx, cancel := context.WithTimeout(a.rt.ctx, a.rt.cfg.TurnTimeout)
-	k := &compressor{rt: a.rt, ctx: ctx, id: a.turnSeq, conv: a.conv, session: c.Self(), store: cs, forced: asker != nil}
+	k := &compressor{rt: a.rt, ctx: ctx, id: a.turnSeq, conv: a.conv, session: c.Self(), store: cs, forced: asker != nil, model: a.model}
 	props := a.rt.instrument(KindBackground, actor.PropsFromProducer(func() actor.Actor { k := *k; return &k },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, a.rt.stopChild))))
 	pid, err := c.SpawnNamed(props, fmt.Sprintf("%s-%d", kindCompress, a.turnSeq))
