@@ -73,6 +73,10 @@ type Config struct {
 	// Vision says the model is given photos as image content parts; off,
 	// it gets a description and the user is told once per session.
 	Vision bool
+	// DraftInterval is the least time between two drafts of a streamed
+	// reply sent by a turn to its session (the first goes at once); 0 means
+	// 50 ms. Platforms pace drafts further to their own limits.
+	DraftInterval time.Duration
 }
 
 // DefaultConfig returns the defaults used by the daemon.

@@ -77,6 +77,9 @@ type turn struct {
 	// notices go before the reply (attachments.go).
 	vision, noticeVision, visionNoticed bool
 	notices                             []string
+	// stream, if set, forwards the answer to the session as it is written
+	// (stream.go).
+	stream *draftStream
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -140,6 +143,10 @@ func (t *turn) callModel(c actor.Context) {
 	// budget and the calibration of the request's size.
 	t.reqModel = req.Model
 	req.Messages, t.estimate = t.request(req.Tools)
+	if t.stream != nil {
+		t.stream.round()
+		req.OnDelta = t.stream.onDelta
+	}
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
 	s, _ := identity.Of(c)
 	sender, loaded, extra := senderOf(t.inputs), t.extraLoaded, t.extra
@@ -224,6 +231,9 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	t.convo = append(t.convo, msg)
 	t.produced = append(t.produced, msg)
 	t.calls = msg.ToolCalls
+	if t.stream != nil {
+		t.stream.running(msg.ToolCalls)
+	}
 	t.results = make(map[string]*toolResult, len(msg.ToolCalls))
 	t.tools = make(map[string]*actor.PID, len(msg.ToolCalls))
 	// Fan out: every call is its own child actor, all at once.
@@ -302,6 +312,9 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 	t.finished = true
 	if t.fallback != "" && !failed && t.kind == kindTurn && reply != "" {
 		reply += fallbackNotice(t.fallback)
+	}
+	if t.stream != nil {
+		t.stream.stop()
 	}
 	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
 	if t.kind == kindTurn {

@@ -153,6 +153,10 @@ type Deps struct {
 	// Media, if set, downloads image and document attachments (within its
 	// cap) and stores and reads them at accept time; nil only describes them.
 	Media *media.Ingester
+	// Drafts, if set, records the message id of each session's streamed
+	// draft durably, so that a reply resent after a crash edits the draft
+	// instead of posting a second copy; nil keeps it in memory (draft.go).
+	Drafts DraftStore
 }
 
 // Adapter is the Discord platform adapter. It is safe for concurrent use;
@@ -173,6 +177,8 @@ type Adapter struct {
 	http  *http.Client
 	locks channelLocks
 	chans channelCache
+	// drafts are the streamed drafts and their pacing (draft.go).
+	drafts drafts
 
 	botID   atomic.Pointer[string]
 	running atomic.Bool
