@@ -21,6 +21,7 @@ import (
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/api"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/web"
 	"github.com/hermesd/hermesd/store"
@@ -73,6 +74,8 @@ type Daemon struct {
 	opts    Options
 	// reload holds what a reload swaps (allowlists, TTS provider).
 	reload reloadState
+	// api is the OpenAI-compatible endpoint (platforms/api).
+	api *api.Adapter
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -106,6 +109,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 
 	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient})
 	adapters := []platforms.Adapter{d.web}
+	d.api = api.New(api.Options{Log: log})
+	adapters = append(adapters, d.api)
 	more, err := d.platformAdapters()
 	if err != nil {
 		return fail(err)
@@ -151,6 +156,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		_ = rt.Shutdown(context.Background(), 0)
 		return fail(ctx.Err())
 	}
+	select { // and once the OpenAI-compatible endpoint does
+	case <-d.api.Ready():
+	case <-time.After(10 * time.Second):
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(errors.New("the OpenAI-compatible API did not start"))
+	case <-ctx.Done():
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(ctx.Err())
+	}
 
 	replyTimeout := o.ReplyTimeout
 	if replyTimeout <= 0 {
@@ -158,6 +172,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	d.mux = http.NewServeMux()
 	d.web.Routes(d.mux, replyTimeout)
+	d.api.Routes(d.mux, replyTimeout)
 	d.routes()
 	return d, nil
 }

@@ -309,8 +309,12 @@ type Delivery struct {
 	// Stable across restarts (session key and outbox seq): a platform with
 	// idempotent sends (Discord's nonce) posts a resent delivery only once.
 	IdempotencyKey string `protobuf:"bytes,12,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The model's token usage over the turn, on the turn's text reply (0 when
+	// the model did not report it): the OpenAI-compatible API returns it.
+	PromptTokens     int64 `protobuf:"varint,20,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `protobuf:"varint,21,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Delivery) Reset() {
@@ -425,6 +429,20 @@ func (x *Delivery) GetIdempotencyKey() string {
 		return x.IdempotencyKey
 	}
 	return ""
+}
+
+func (x *Delivery) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *Delivery) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
 }
 
 // DeliveryReceipt answers a Delivery once the platform acknowledged it.
@@ -596,7 +614,7 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12#\n" +
-	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xe2\x02\n" +
+	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xb4\x03\n" +
 	"\bDelivery\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.hermesd.messages.DeliveryKindR\x04kind\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
@@ -610,7 +628,9 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\aanswers\x18\n" +
 	" \x03(\tR\aanswers\x12\x12\n" +
 	"\x04last\x18\v \x01(\bR\x04last\x12'\n" +
-	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\"u\n" +
+	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\x12#\n" +
+	"\rprompt_tokens\x18\x14 \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x15 \x01(\x03R\x10completionTokens\"u\n" +
 	"\x0fDeliveryReceipt\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1f\n" +
 	"\vmessage_ids\x18\x02 \x03(\tR\n" +

@@ -1,0 +1,104 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/platforms/api"
+)
+
+// running starts an adapter whose runtime is in: what the turn does with a
+// message is up to each test.
+func running(t *testing.T, in func(a *api.Adapter, m *messages.UserMessage) error, timeout time.Duration) (*api.Adapter, *httptest.Server) {
+	t.Helper()
+	a := api.New(api.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(ctx, func(_ context.Context, m *messages.UserMessage) error { return in(a, m) })
+	}()
+	<-a.Ready()
+	mux := http.NewServeMux()
+	a.Routes(mux, timeout)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { srv.Close(); cancel(); <-done })
+	return a, srv
+}
+
+func post(t *testing.T, srv *httptest.Server, body string) *http.Response {
+	t.Helper()
+	res, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	return res
+}
+
+// TestCompletions_AnotherSessionCannotAnswer: a delivery that names the
+// request's message id but belongs to another session never reaches it.
+func TestCompletions_AnotherSessionCannotAnswer(t *testing.T) {
+	_, srv := running(t, func(a *api.Adapter, m *messages.UserMessage) error {
+		go func() {
+			other := messages.MustSession(messages.API, messages.DM, "mallory", "", "")
+			_, _ = a.Send(context.Background(), other, &messages.Delivery{Text: "from mallory", Answers: []string{m.GetMessageId()}, Last: true})
+			own, _ := messages.ParseKey(m.GetSessionKey())
+			_, _ = a.Send(context.Background(), own, &messages.Delivery{Text: "own answer", Answers: []string{m.GetMessageId()}, Last: true})
+		}()
+		return nil
+	}, 5*time.Second)
+	res := post(t, srv, `{"user":"alice","messages":[{"role":"user","content":"hi"}]}`)
+	var c struct {
+		Choices []struct{ Message struct{ Content string } } `json:"choices"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("%d %v", res.StatusCode, err)
+	}
+	if got := c.Choices[0].Message.Content; got != "own answer" {
+		t.Fatalf("content %q", got)
+	}
+}
+
+// TestCompletions_HangingTurn: a turn that never answers ends the request
+// at the reply timeout with OpenAI's error shape, streamed or not.
+func TestCompletions_HangingTurn(t *testing.T) {
+	_, srv := running(t, func(*api.Adapter, *messages.UserMessage) error { return nil }, 200*time.Millisecond)
+	res := post(t, srv, `{"user":"alice","messages":[{"role":"user","content":"hi"}]}`)
+	var e struct{ Error struct{ Code string } }
+	if err := json.NewDecoder(res.Body).Decode(&e); err != nil || res.StatusCode != http.StatusGatewayTimeout || e.Error.Code != "timeout" {
+		t.Fatalf("%d %+v %v", res.StatusCode, e, err)
+	}
+	res = post(t, srv, `{"user":"alice","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	var body strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := res.Body.Read(buf)
+		body.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if !strings.Contains(body.String(), `"code":"timeout"`) || strings.Contains(body.String(), "[DONE]") {
+		t.Fatalf("stream of a hanging turn: %q", body.String())
+	}
+}
+
+// TestCompletions_NotAccepted: when the runtime cannot take the message the
+// client is told so, and nothing waits for an answer.
+func TestCompletions_NotAccepted(t *testing.T) {
+	_, srv := running(t, func(*api.Adapter, *messages.UserMessage) error { return errors.New("store is full") }, time.Second)
+	res := post(t, srv, `{"user":"alice","messages":[{"role":"user","content":"hi"}]}`)
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.NewDecoder(res.Body).Decode(&e); err != nil || res.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "not_accepted" {
+		t.Fatalf("%d %+v %v", res.StatusCode, e, err)
+	}
+}
