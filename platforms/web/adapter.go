@@ -25,6 +25,9 @@ type Reply struct {
 	// Kind is "text" or "voice".
 	Kind string `json:"kind"`
 	Text string `json:"text,omitempty"`
+	// HTML is Text's Markdown rendered and sanitized, for the page to
+	// insert; empty when there is nothing to render.
+	HTML string `json:"html,omitempty"`
 	// Format ("mp3" or "ogg/opus"), URL and duration of a voice reply.
 	Format   string  `json:"format,omitempty"`
 	URL      string  `json:"url,omitempty"`
@@ -63,6 +66,9 @@ type Adapter struct {
 	stopOnce sync.Once
 	ready    chan struct{}
 	readyOne sync.Once
+
+	md      *markdown
+	history History
 }
 
 var _ platforms.Adapter = (*Adapter)(nil)
@@ -76,6 +82,9 @@ type Options struct {
 	// MaxStreamsPerClient bounds the event streams one client IP may hold
 	// open at once; 0 means 32.
 	MaxStreamsPerClient int
+	// History reads a chat's conversation for GET /api/chat/{id}/history;
+	// without it the route answers 501.
+	History History
 }
 
 // New returns a web chat adapter.
@@ -101,6 +110,8 @@ func New(o Options) *Adapter {
 		maxStreams: o.MaxStreamsPerClient,
 		stopped:    make(chan struct{}),
 		ready:      make(chan struct{}),
+		md:         newMarkdown(),
+		history:    o.History,
 	}
 }
 
@@ -165,6 +176,7 @@ func (a *Adapter) Send(_ context.Context, s messages.Session, d *messages.Delive
 func (a *Adapter) reply(d *messages.Delivery) (Reply, error) {
 	r := Reply{Kind: "text", Text: d.GetText(), Origin: d.GetOrigin()}
 	if d.GetKind() != messages.DeliveryKind_DELIVERY_KIND_VOICE {
+		r.HTML = a.md.render(r.Text)
 		return r, nil
 	}
 	f, ok := messages.ParseAudioFormat(d.GetFormat())

@@ -28,6 +28,7 @@ func (a *Adapter) Routes(mux *http.ServeMux, replyTimeout time.Duration) {
 	mux.HandleFunc("GET /{$}", a.handlePage)
 	mux.HandleFunc("POST /api/chat", func(w http.ResponseWriter, r *http.Request) { a.handleChat(w, r, replyTimeout) })
 	mux.HandleFunc("GET /api/chat/{id}/events", a.handleEvents)
+	mux.HandleFunc("GET /api/chat/{id}/history", a.handleHistory)
 	mux.HandleFunc("GET /media/{name}", a.handleMedia)
 }
 
