@@ -56,6 +56,10 @@ type Config struct {
 	// RouterShards is how many router actors share the session keys; 0
 	// means one per CPU.
 	RouterShards int
+	// DraftInterval is the least time between two drafts of a streamed
+	// reply sent by a turn to its session (the first goes at once); 0 means
+	// 50 ms. Platforms pace drafts further to their own limits.
+	DraftInterval time.Duration
 }
 
 // DefaultConfig returns the defaults used by the daemon.

@@ -34,6 +34,9 @@ type outItem struct {
 	// if the store still says so when its turn comes (the first send may be
 	// the one just ahead of it in this queue, from before a restart).
 	resend bool
+	// draft, if set, is a streamed draft to show instead of a delivery (d
+	// is nil); a newer draft of the same reply replaces it while it waits.
+	draft *messages.Draft
 }
 
 // resend is a Delivery a session loaded as unconfirmed at activation.
@@ -63,6 +66,12 @@ func (o *outbox) Receive(c actor.Context) {
 			return
 		}
 		o.enqueue(s, outItem{d: m.d, replyTo: c.Sender(), resend: true})
+	case *messages.Draft:
+		s, err := o.rt.guard.Require(c)
+		if err != nil {
+			return
+		}
+		o.enqueue(s, outItem{draft: m})
 	case *indicate:
 		s, err := o.rt.guard.Require(c)
 		if err != nil {
@@ -78,7 +87,13 @@ func (o *outbox) Receive(c actor.Context) {
 func (o *outbox) enqueue(s messages.Session, it outItem) {
 	o.mu.Lock()
 	q, running := o.queues[s]
-	o.queues[s] = append(q, it)
+	if n := len(q); n > 0 && it.draft != nil && q[n-1].draft.GetId() == it.draft.GetId() && !q[n-1].draft.GetCancelled() {
+		// Only the latest text of a reply is worth showing: a draft still
+		// waiting behind a slow platform is replaced, not queued behind.
+		q[n-1].draft = it.draft
+	} else {
+		o.queues[s] = append(q, it)
+	}
 	o.mu.Unlock()
 	if !running {
 		o.rt.sending.Add(1)
@@ -105,6 +120,10 @@ func (o *outbox) drain(s messages.Session) {
 }
 
 func (o *outbox) send(s messages.Session, it outItem) {
+	if it.draft != nil {
+		o.sendDraft(s, it.draft)
+		return
+	}
 	if it.resend && o.confirmed(s, it.d.GetSeq()) {
 		if it.replyTo != nil {
 			o.rt.sys.Root.Send(it.replyTo, &messages.DeliveryReceipt{Seq: it.d.GetSeq()})
@@ -188,3 +207,17 @@ func (o *outbox) indicate(s messages.Session, action string) {
 }
 
 var _ identity.SessionScoped = (*indicate)(nil)
+
+// sendDraft shows a streamed draft. A failure is logged and forgotten: the
+// final reply that follows is what must arrive.
+func (o *outbox) sendDraft(s messages.Session, d *messages.Draft) {
+	dr, ok := o.adapter.(platforms.Drafter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(o.rt.deliverCtx, o.rt.cfg.SendTimeout)
+	defer cancel()
+	if err := dr.Draft(ctx, s, d); err != nil {
+		o.rt.log.Debug("draft failed", "session", s.Key(), "draft", d.GetId(), "err", err)
+	}
+}

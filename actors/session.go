@@ -84,6 +84,9 @@ type session struct {
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
 	approvals approvals
+	// drafts are streamed drafts held until the replies recorded before
+	// them have left (stream.go).
+	drafts []*messages.Draft
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -101,6 +104,10 @@ type runningTurn struct {
 	// expiry fires if the turn has not reported by its deadline plus a grace
 	// period: the session answers for it whatever the turn is doing.
 	expiry *time.Timer
+	// draftID names the turn's streamed draft ("" when it does not stream);
+	// draftVersion counts the drafts forwarded (stream.go).
+	draftID      string
+	draftVersion uint64
 }
 
 // turnGrace is how long past its deadline a turn may take to report before
@@ -193,6 +200,8 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleBackgroundGone(c, m)
 	case *typingTick:
 		a.handleTyping(c, m)
+	case *draftUpdate:
+		a.handleDraft(c, m)
 	case *settled:
 		a.handleSettled(c, m)
 	case *settingsSaved:
@@ -402,6 +411,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		inputs:   inputs,
 		kind:     kindTurn,
 	}
+	draftID := a.streamTurn(c, t, voiceIn)
 	// Counted before it is spawned: the turn runs at once on its own
 	// goroutine, and a metric or /status read while its tools run must
 	// already include it.
@@ -419,6 +429,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 	}
 	a.logger().Debug("turn started", "turn", a.turnSeq, "inputs", answers(inputs))
 	rt := &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, conv: a.conv, voiceIn: voiceIn, started: started}
+	rt.draftID = draftID
 	a.turn = rt
 	id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
 	rt.expiry = time.AfterFunc(a.rt.cfg.TurnTimeout+turnGrace, func() { sys.Root.Send(self, &turnExpired{turn: id}) })
@@ -465,6 +476,7 @@ func (a *session) cancelTurn(c actor.Context, why string) {
 		return
 	}
 	t := a.endTurn(c, why)
+	a.closeDraft(c, t, false)
 	a.logger().Info("turn", "turn", t.id, "outcome", why, "duration", time.Since(t.started).Round(time.Millisecond),
 		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName)
 }
@@ -524,6 +536,8 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	if m.failed {
 		st.Outcome = Failed
 	}
+	a.closeDraft(c, t, true)
+	finalFor(t, st.Replies[0])
 	if !m.failed && !t.spoke && a.speaks(t.voiceIn) && strings.TrimSpace(m.reply) != "" {
 		st.Replies[0].Last = false
 		st.Replies = append(st.Replies, a.voicePlaceholder(m.reply, inputs, originTurn))
@@ -546,8 +560,10 @@ func (a *session) handleTurnExpired(c actor.Context, m *turnExpired) {
 	t := a.endTurn(c, "timeout")
 	a.logger().Warn("turn", "turn", t.id, "outcome", "timeout", "duration", time.Since(t.started).Round(time.Millisecond),
 		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "limit", a.rt.cfg.TurnTimeout)
-	a.settle(c, Settlement{Inputs: seqs(t.inputs), Outcome: Failed, Replies: []*messages.Delivery{
-		textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)}})
+	expired := textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)
+	a.closeDraft(c, t, true)
+	finalFor(t, expired)
+	a.settle(c, Settlement{Inputs: seqs(t.inputs), Outcome: Failed, Replies: []*messages.Delivery{expired}})
 	a.next(c)
 }
 
@@ -609,6 +625,7 @@ func (a *session) flush(c actor.Context) {
 	if len(a.sendQ) == 0 {
 		a.sendQ = nil // an idle session keeps no array
 	}
+	a.flushDrafts(c)
 }
 
 // synthesize asks the TTS actor for placeholder d's speech and fills d in.

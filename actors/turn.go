@@ -55,6 +55,9 @@ type turn struct {
 	steer               []*messages.UserMessage
 	toolSeq             int
 	finished            bool
+	// stream, if set, forwards the answer to the session as it is written
+	// (stream.go).
+	stream *draftStream
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -117,6 +120,10 @@ func (t *turn) callModel(c actor.Context) {
 	req := model.Request{Messages: t.convo}
 	if t.rounds < t.rt.cfg.MaxToolRounds {
 		req.Tools = t.specs()
+	}
+	if t.stream != nil {
+		t.stream.round()
+		req.OnDelta = t.stream.onDelta
 	}
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
 	s, _ := identity.Of(c)
@@ -191,6 +198,9 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	t.convo = append(t.convo, msg)
 	t.produced = append(t.produced, msg)
 	t.calls = msg.ToolCalls
+	if t.stream != nil {
+		t.stream.running(msg.ToolCalls)
+	}
 	t.results = make(map[string]*toolResult, len(msg.ToolCalls))
 	t.tools = make(map[string]*actor.PID, len(msg.ToolCalls))
 	// Fan out: every call is its own child actor, all at once.
@@ -265,6 +275,9 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 		return
 	}
 	t.finished = true
+	if t.stream != nil {
+		t.stream.stop()
+	}
 	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
 	if !failed && (t.kind == kindTurn || t.kind == kindCron || t.kind == kindBackground) {
 		done.produced = t.produced

@@ -309,6 +309,10 @@ type Delivery struct {
 	// Stable across restarts (session key and outbox seq): a platform with
 	// idempotent sends (Discord's nonce) posts a resent delivery only once.
 	IdempotencyKey string `protobuf:"bytes,12,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	// The draft this delivery completes (Draft.id), if its text was streamed:
+	// the platform turns the draft into this reply instead of sending a
+	// second message.
+	DraftId string `protobuf:"bytes,13,opt,name=draft_id,json=draftId,proto3" json:"draft_id,omitempty"`
 	// The model's token usage over the turn, on the turn's text reply (0 when
 	// the model did not report it): the OpenAI-compatible API returns it.
 	PromptTokens     int64 `protobuf:"varint,20,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
@@ -427,6 +431,13 @@ func (x *Delivery) GetLast() bool {
 func (x *Delivery) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *Delivery) GetDraftId() string {
+	if x != nil {
+		return x.DraftId
 	}
 	return ""
 }
@@ -587,6 +598,111 @@ func (x *ScheduledFire) GetDueUnixMs() int64 {
 	return 0
 }
 
+// Draft is the partial text of a reply still being written (a streamed
+// answer), shown in place and replaced by the final Delivery that names it
+// in draft_id. Drafts may be dropped or coalesced on the way: each carries
+// the whole text so far, never a piece. Sender: a session actor. Receiver:
+// the platform outbox.
+type Draft struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Stable for one reply of one turn.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The answer so far (Markdown, possibly cut mid-sentence).
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// The tool(s) being run, if any, e.g. "web_search".
+	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Increases with every draft of one id: a platform never shows an older
+	// draft over a newer one.
+	Version uint64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	// The inbound message ids the reply will answer, and the one it replies to.
+	Answers   []string `protobuf:"bytes,5,rep,name=answers,proto3" json:"answers,omitempty"`
+	ReplyToId string   `protobuf:"bytes,6,opt,name=reply_to_id,json=replyToId,proto3" json:"reply_to_id,omitempty"`
+	// The reply will not come (the turn was stopped or replaced): take the
+	// draft down.
+	Cancelled     bool `protobuf:"varint,7,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Draft) Reset() {
+	*x = Draft{}
+	mi := &file_messages_hermes_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Draft) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Draft) ProtoMessage() {}
+
+func (x *Draft) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_hermes_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Draft.ProtoReflect.Descriptor instead.
+func (*Draft) Descriptor() ([]byte, []int) {
+	return file_messages_hermes_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Draft) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Draft) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Draft) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Draft) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Draft) GetAnswers() []string {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *Draft) GetReplyToId() string {
+	if x != nil {
+		return x.ReplyToId
+	}
+	return ""
+}
+
+func (x *Draft) GetCancelled() bool {
+	if x != nil {
+		return x.Cancelled
+	}
+	return false
+}
+
 var File_messages_hermes_proto protoreflect.FileDescriptor
 
 const file_messages_hermes_proto_rawDesc = "" +
@@ -614,7 +730,7 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12#\n" +
-	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xb4\x03\n" +
+	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xcf\x03\n" +
 	"\bDelivery\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.hermesd.messages.DeliveryKindR\x04kind\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
@@ -628,7 +744,8 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\aanswers\x18\n" +
 	" \x03(\tR\aanswers\x12\x12\n" +
 	"\x04last\x18\v \x01(\bR\x04last\x12'\n" +
-	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\x12#\n" +
+	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\x12\x19\n" +
+	"\bdraft_id\x18\r \x01(\tR\adraftId\x12#\n" +
 	"\rprompt_tokens\x18\x14 \x01(\x03R\fpromptTokens\x12+\n" +
 	"\x11completion_tokens\x18\x15 \x01(\x03R\x10completionTokens\"u\n" +
 	"\x0fDeliveryReceipt\x12\x10\n" +
@@ -642,7 +759,15 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"sessionKey\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12\x1e\n" +
-	"\vdue_unix_ms\x18\x04 \x01(\x03R\tdueUnixMs*^\n" +
+	"\vdue_unix_ms\x18\x04 \x01(\x03R\tdueUnixMs\"\xb1\x01\n" +
+	"\x05Draft\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x18\n" +
+	"\aanswers\x18\x05 \x03(\tR\aanswers\x12\x1e\n" +
+	"\vreply_to_id\x18\x06 \x01(\tR\treplyToId\x12\x1c\n" +
+	"\tcancelled\x18\a \x01(\bR\tcancelled*^\n" +
 	"\fDeliveryKind\x12\x1d\n" +
 	"\x19DELIVERY_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_KIND_TEXT\x10\x01\x12\x17\n" +
@@ -661,7 +786,7 @@ func file_messages_hermes_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_hermes_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_messages_hermes_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_messages_hermes_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_messages_hermes_proto_goTypes = []any{
 	(DeliveryKind)(0),       // 0: hermesd.messages.DeliveryKind
 	(*UserMessage)(nil),     // 1: hermesd.messages.UserMessage
@@ -669,6 +794,7 @@ var file_messages_hermes_proto_goTypes = []any{
 	(*Delivery)(nil),        // 3: hermesd.messages.Delivery
 	(*DeliveryReceipt)(nil), // 4: hermesd.messages.DeliveryReceipt
 	(*ScheduledFire)(nil),   // 5: hermesd.messages.ScheduledFire
+	(*Draft)(nil),           // 6: hermesd.messages.Draft
 }
 var file_messages_hermes_proto_depIdxs = []int32{
 	2, // 0: hermesd.messages.UserMessage.attachments:type_name -> hermesd.messages.Attachment
@@ -691,7 +817,7 @@ func file_messages_hermes_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_hermes_proto_rawDesc), len(file_messages_hermes_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

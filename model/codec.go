@@ -66,6 +66,10 @@ func encodeRequest(modelName string, req Request) ([]byte, error) {
 		// Servers refuse tool_choice without tools.
 		w.ToolChoice = "auto"
 	}
+	if req.OnDelta != nil {
+		w.Stream = true
+		w.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
+	}
 	body, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)

@@ -149,6 +149,10 @@ type Deps struct {
 	// call (status 0: network error) and every 429 (the metrics hooks).
 	OnAPIError    func(status int)
 	OnRateLimited func(retryAfter time.Duration)
+	// Drafts, if set, records the message id of each session's streamed
+	// draft durably, so that a reply resent after a crash edits the draft
+	// instead of posting a second copy; nil keeps it in memory (draft.go).
+	Drafts DraftStore
 }
 
 // Adapter is the Discord platform adapter. It is safe for concurrent use;
@@ -169,6 +173,8 @@ type Adapter struct {
 	http  *http.Client
 	locks channelLocks
 	chans channelCache
+	// drafts are the streamed drafts and their pacing (draft.go).
+	drafts drafts
 
 	botID   atomic.Pointer[string]
 	running atomic.Bool

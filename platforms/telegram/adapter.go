@@ -257,6 +257,8 @@ type Adapter struct {
 	botID int64
 
 	out *outbox
+	// drafts are the open drafts of streamed replies (draft.go).
+	drafts drafts
 	// free holds cfg.FreeResponseChats for the per-message check.
 	free map[int64]bool
 

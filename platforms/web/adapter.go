@@ -42,6 +42,12 @@ type Reply struct {
 type Event struct {
 	Answers []string `json:"answers,omitempty"`
 	Replies []Reply  `json:"replies"`
+	// Draft is the id of the streamed draft these replies complete, if the
+	// answer was streamed: the page replaces that draft with them.
+	Draft string `json:"draft,omitempty"`
+
+	// draft, when set, makes this a draft event instead (see Draft).
+	draft *DraftEvent
 }
 
 // Adapter is the web chat platform. Send is called by the outbox; the HTTP
@@ -71,7 +77,10 @@ type Adapter struct {
 	history History
 }
 
-var _ platforms.Adapter = (*Adapter)(nil)
+var (
+	_ platforms.Adapter = (*Adapter)(nil)
+	_ platforms.Drafter = (*Adapter)(nil)
+)
 
 // Options configure the web chat.
 type Options struct {
@@ -165,7 +174,7 @@ func (a *Adapter) Send(_ context.Context, s messages.Session, d *messages.Delive
 			}
 		}
 	}
-	ev := Event{Answers: d.GetAnswers(), Replies: []Reply{r}}
+	ev := Event{Answers: d.GetAnswers(), Replies: []Reply{r}, Draft: d.GetDraftId()}
 	for sub := range a.subs[s.ChatID()] {
 		sub.push(ev)
 	}

@@ -193,8 +193,12 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return // too slow: the client reconnects
 			}
-			b, _ := json.Marshal(ev)
-			if !write("id: %d\nevent: reply\ndata: %s\n\n", n, b) {
+			name, body := "reply", any(ev)
+			if ev.draft != nil {
+				name, body = "draft", ev.draft
+			}
+			b, _ := json.Marshal(body)
+			if !write("id: %d\nevent: %s\ndata: %s\n\n", n, name, b) {
 				return
 			}
 		}

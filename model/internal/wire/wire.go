@@ -22,6 +22,15 @@ type Request struct {
 	Messages   []Message `json:"messages"`
 	Tools      []Tool    `json:"tools,omitempty"`
 	ToolChoice string    `json:"tool_choice,omitempty"`
+	// Stream asks for server-sent events (stream.go); StreamOptions then
+	// asks for a last chunk that carries the usage.
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+}
+
+// StreamOptions tunes a streamed answer.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 // Message is one chat message, in a request or in a response choice.
