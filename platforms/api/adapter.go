@@ -35,7 +35,10 @@ type Adapter struct {
 	readyOn sync.Once
 }
 
-var _ platforms.Adapter = (*Adapter)(nil)
+var (
+	_ platforms.Adapter = (*Adapter)(nil)
+	_ platforms.Drafter = (*Adapter)(nil)
+)
 
 // Options configure the endpoint.
 type Options struct {
@@ -116,16 +119,39 @@ func (a *Adapter) Send(_ context.Context, s messages.Session, d *messages.Delive
 	return &messages.DeliveryReceipt{Seq: d.GetSeq(), MessageIds: []string{id}, ShownAs: shown}, nil
 }
 
-// waiter receives the deliveries answering one request, in order.
+// Draft implements platforms.Drafter: a streamed request gets the text so
+// far as it grows; a request that is not streamed ignores drafts.
+func (a *Adapter) Draft(_ context.Context, s messages.Session, d *messages.Draft) error {
+	if s.Platform() != messages.API {
+		return fmt.Errorf("api: draft for %s session %s", s.Platform(), s.Key())
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, mid := range d.GetAnswers() {
+		if w := a.waiters[mid]; w != nil && w.session == s.Key() {
+			w.pushDraft(d)
+		}
+	}
+	return nil
+}
+
+// waiter receives what answers one request, in order: drafts of the reply
+// being written, then the deliveries.
 type waiter struct {
 	session string
-	ch      chan *messages.Delivery
+	ch      chan event
 	closed  bool
 }
 
-// waiterBuffer bounds the deliveries of one turn held for a slow reader; a
-// turn sends a few (text, then voice), so it is never reached in practice
-// and a reader that far behind has gone away.
+// event is one delivery or one draft.
+type event struct {
+	delivery *messages.Delivery
+	draft    *messages.Draft
+}
+
+// waiterBuffer bounds the events of one turn held for a slow reader. A
+// draft that finds it full is skipped (the next carries the whole text
+// too); a delivery that does ends the request, whose reader has gone.
 const waiterBuffer = 64
 
 // push queues d without blocking; called with the adapter's lock held.
@@ -134,7 +160,7 @@ func (w *waiter) push(d *messages.Delivery) {
 		return
 	}
 	select {
-	case w.ch <- d:
+	case w.ch <- event{delivery: d}:
 	default:
 		w.closed = true
 		close(w.ch)
@@ -146,8 +172,19 @@ func (w *waiter) push(d *messages.Delivery) {
 	}
 }
 
+// pushDraft queues d if there is room; called with the adapter's lock held.
+func (w *waiter) pushDraft(d *messages.Draft) {
+	if w.closed {
+		return
+	}
+	select {
+	case w.ch <- event{draft: d}:
+	default:
+	}
+}
+
 func (a *Adapter) wait(session, msgID string) *waiter {
-	w := &waiter{session: session, ch: make(chan *messages.Delivery, waiterBuffer)}
+	w := &waiter{session: session, ch: make(chan event, waiterBuffer)}
 	a.mu.Lock()
 	a.waiters[msgID] = w
 	a.mu.Unlock()

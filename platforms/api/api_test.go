@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,5 +101,75 @@ func TestCompletions_NotAccepted(t *testing.T) {
 	}
 	if err := json.NewDecoder(res.Body).Decode(&e); err != nil || res.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "not_accepted" {
 		t.Fatalf("%d %+v %v", res.StatusCode, e, err)
+	}
+}
+
+// streamText posts a streamed request and returns the content of its
+// chunks, in order.
+func streamText(t *testing.T, srv *httptest.Server, body string) []string {
+	t.Helper()
+	res := post(t, srv, body)
+	var out []string
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || d == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content *string } `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(d), &c); err != nil {
+			t.Fatalf("chunk %q: %v", d, err)
+		}
+		if len(c.Choices) == 1 && c.Choices[0].Delta.Content != nil && *c.Choices[0].Delta.Content != "" {
+			out = append(out, *c.Choices[0].Delta.Content)
+		}
+	}
+	return out
+}
+
+// TestCompletions_DraftsStreamAsTheyGrow: drafts become content deltas as
+// the text grows; the final reply adds only what is left. Words written
+// before a tool call stay in the stream, and the answer follows after a
+// blank line; a request that is not streamed gets only the answer.
+func TestCompletions_DraftsStreamAsTheyGrow(t *testing.T) {
+	turn := func(drafts []*messages.Draft, final string) func(a *api.Adapter, m *messages.UserMessage) error {
+		return func(a *api.Adapter, m *messages.UserMessage) error {
+			s, _ := messages.ParseKey(m.GetSessionKey())
+			ids := []string{m.GetMessageId()}
+			go func() {
+				ctx := context.Background()
+				for _, d := range drafts {
+					d.Answers = ids
+					_ = a.Draft(ctx, s, d)
+				}
+				_, _ = a.Send(ctx, s, &messages.Delivery{Text: final, Answers: ids, Last: true, DraftId: "d1"})
+			}()
+			return nil
+		}
+	}
+	const req = `{"user":"alice","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	_, srv := running(t, turn([]*messages.Draft{
+		{Id: "d1", Text: "Hel", Version: 1}, {Id: "d1", Text: "Hello wor", Version: 2}, {Id: "d1", Text: "Hello wor", Tool: "clock", Version: 3},
+	}, "Hello world"), 5*time.Second)
+	if got := streamText(t, srv, req); strings.Join(got, "|") != "Hel|lo wor|ld" {
+		t.Fatalf("deltas %q", got)
+	}
+
+	_, srv = running(t, turn([]*messages.Draft{
+		{Id: "d1", Text: "Let me check.", Version: 1}, {Id: "d1", Text: "Let me check.", Tool: "web_search", Version: 2}, {Id: "d1", Text: "It is", Version: 3},
+	}, "It is Paris."), 5*time.Second)
+	if got := strings.Join(streamText(t, srv, req), "|"); got != "Let me check.|\n\nIt is| Paris." {
+		t.Fatalf("streamed %q", got)
+	}
+	res := post(t, srv, `{"user":"alice","messages":[{"role":"user","content":"hi"}]}`)
+	var c struct {
+		Choices []struct{ Message struct{ Content string } } `json:"choices"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || c.Choices[0].Message.Content != "It is Paris." {
+		t.Fatalf("not streamed: %+v %v", c, err)
 	}
 }

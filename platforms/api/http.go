@@ -149,12 +149,14 @@ func (a *Adapter) handleCompletions(w http.ResponseWriter, r *http.Request, time
 	}
 	for {
 		select {
-		case d, open := <-wt.ch:
+		case ev, open := <-wt.ch:
 			if !open {
 				writeJSON(w, http.StatusOK, ans.completion())
 				return
 			}
-			ans.add(d)
+			if ev.delivery != nil {
+				ans.add(ev.delivery)
+			}
 		case <-t.C:
 			writeError(w, http.StatusGatewayTimeout, "server_error", "timeout",
 				fmt.Sprintf("no complete answer within %s; the turn goes on and its answer is in the session's history", timeout))
@@ -172,6 +174,13 @@ type answer struct {
 	text      strings.Builder
 	audio     *outputAudio
 	usage     usage
+	// current is what the stream has sent of the reply being written;
+	// sentAny is set once the stream has sent any text.
+	current string
+	sentAny bool
+	// toolRan is set when a draft named a tool: the model's next words
+	// start a new segment of the stream.
+	toolRan bool
 }
 
 // add takes one delivery and returns the text it adds (with the blank
@@ -203,6 +212,59 @@ func (a *answer) add(d *messages.Delivery) (string, *outputAudio) {
 		add = "\n\n" + add
 	}
 	a.text.WriteString(add)
+	return add, nil
+}
+
+// fromDraft returns what a draft adds to the stream: the text beyond what
+// was already sent of the reply being written. The stream only grows, so a
+// draft that does not extend it (the model's words before a tool call,
+// followed by a new answer) adds nothing until the reply itself.
+func (a *answer) fromDraft(d *messages.Draft) string {
+	if d.GetCancelled() {
+		return ""
+	}
+	text := d.GetText()
+	if d.GetTool() != "" {
+		a.toolRan = true
+	}
+	if a.toolRan && d.GetTool() == "" && !strings.HasPrefix(text, a.current) {
+		// The model writes again after its tools: a new segment.
+		a.current, a.toolRan = "", false
+	}
+	if len(text) <= len(a.current) || !strings.HasPrefix(text, a.current) {
+		return ""
+	}
+	add := text[len(a.current):]
+	if a.current == "" && a.sentAny {
+		add = "\n\n" + add
+	}
+	a.current, a.sentAny = text, true
+	return add
+}
+
+// streamed takes a delivery of a streamed answer and returns the text it
+// adds to the stream and its audio: the rest of the reply its drafts began,
+// or, when the drafts went another way, the whole reply after a blank line.
+func (a *answer) streamed(d *messages.Delivery) (string, *outputAudio) {
+	if _, audio := a.add(d); audio != nil {
+		return "", audio
+	}
+	text := d.GetText()
+	cur := a.current
+	a.current, a.toolRan = "", false
+	if text == "" {
+		return "", nil
+	}
+	var add string
+	switch {
+	case cur != "" && strings.HasPrefix(text, cur):
+		add = text[len(cur):]
+	case a.sentAny:
+		add = "\n\n" + text
+	default:
+		add = text
+	}
+	a.sentAny = true
 	return add, nil
 }
 
@@ -253,7 +315,7 @@ func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, wt *waiter, ans
 	}
 	for {
 		select {
-		case d, open := <-wt.ch:
+		case ev, open := <-wt.ch:
 			if !open {
 				if !send(ans.chunk(delta{}, "stop")) {
 					return
@@ -269,7 +331,13 @@ func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, wt *waiter, ans
 				_ = rc.Flush()
 				return
 			}
-			text, audio := ans.add(d)
+			var text string
+			var audio *outputAudio
+			if ev.draft != nil {
+				text = ans.fromDraft(ev.draft)
+			} else {
+				text, audio = ans.streamed(ev.delivery)
+			}
 			if text == "" && audio == nil {
 				continue
 			}
