@@ -20,6 +20,7 @@ import (
 	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/daemon"
 	"github.com/hermesd/hermesd/model"
+	"github.com/hermesd/hermesd/model/modeltest"
 )
 
 // echoUsageModel answers "echo: <last user text> (user messages seen: N)"
@@ -288,5 +289,74 @@ func TestOpenAI_VoiceMode(t *testing.T) {
 	}
 	if !strings.Contains(res.Choices[0].Message.Content, "talk to me") || !strings.Contains(a.Transcript, "talk to me") {
 		t.Fatalf("text %q, transcript %q", res.Choices[0].Message.Content, a.Transcript)
+	}
+}
+
+// heldStream is a model that streams its answer and holds the stream
+// part-way until the test has seen text arrive at the client: a client that
+// saw nothing before the turn ended never releases it, and the turn times
+// out instead of answering.
+type heldStream struct {
+	srv     *modeltest.Server
+	release chan struct{}
+	once    sync.Once
+}
+
+func newHeldStream(t *testing.T, answer string) *heldStream {
+	h := &heldStream{release: make(chan struct{})}
+	h.srv = modeltest.NewServer(t, modeltest.WithHandler(modeltest.Reply(answer)), modeltest.WithStreaming(modeltest.Streaming{
+		ChunkRunes: 5,
+		BeforeChunk: func(ctx context.Context, i int) error {
+			if i < 4 {
+				return nil
+			}
+			select {
+			case <-h.release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Second):
+				return errors.New("the client never saw the partial text")
+			}
+		},
+	}))
+	return h
+}
+
+// seen releases the held stream.
+func (h *heldStream) seen() { h.once.Do(func() { close(h.release) }) }
+
+// TestOpenAI_StreamsBeforeTheTurnEnds: with a model that streams, an OpenAI
+// client sees the first words while the model is still writing.
+func TestOpenAI_StreamsBeforeTheTurnEnds(t *testing.T) {
+	const answer = "The quick brown fox jumps over the lazy dog, twice."
+	h := newHeldStream(t, answer)
+	r := start(t, testConfig(t, t.TempDir(), map[string]string{"OPENAI_BASE_URL": h.srv.URL()}), daemon.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := openaiClient(r, "")
+	stream := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model: "hermesd", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("a pangram please")}, User: openai.String("streamer"),
+	})
+	var got strings.Builder
+	var early string
+	for stream.Next() {
+		ch := stream.Current()
+		if len(ch.Choices) == 1 && ch.Choices[0].Delta.Content != "" {
+			got.WriteString(ch.Choices[0].Delta.Content)
+			if early == "" {
+				early = got.String()
+				h.seen()
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != answer {
+		t.Fatalf("streamed %q, want %q", got.String(), answer)
+	}
+	if early == "" || len(early) >= len(answer) {
+		t.Fatalf("the first text the client saw was %q", early)
 	}
 }
