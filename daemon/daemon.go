@@ -107,7 +107,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return fail(fmt.Errorf("tools: %w", err))
 	}
 
-	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, History: d.chatHistory})
+	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, History: d.chatHistory, Transcriber: d.webTranscriber()})
 	adapters := []platforms.Adapter{d.web}
 	d.api = api.New(api.Options{Log: log})
 	adapters = append(adapters, d.api)

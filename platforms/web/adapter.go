@@ -75,6 +75,7 @@ type Adapter struct {
 
 	md      *markdown
 	history History
+	stt     Transcriber
 }
 
 var (
@@ -94,6 +95,9 @@ type Options struct {
 	// History reads a chat's conversation for GET /api/chat/{id}/history;
 	// without it the route answers 501.
 	History History
+	// Transcriber transcribes recordings posted to
+	// /api/chat/{id}/voice; nil answers them 501.
+	Transcriber Transcriber
 }
 
 // New returns a web chat adapter.
@@ -121,6 +125,7 @@ func New(o Options) *Adapter {
 		ready:      make(chan struct{}),
 		md:         newMarkdown(),
 		history:    o.History,
+		stt:        o.Transcriber,
 	}
 }
 
