@@ -262,8 +262,14 @@ mic.addEventListener("click", async () => {
     return;
   }
   const chunks = [];
+  delete mic.dataset.bytes;
   recorder = new MediaRecorder(stream, {mimeType: type});
-  recorder.addEventListener("dataavailable", (e) => { if (e.data.size > 0) chunks.push(e.data); });
+  let recorded = 0;
+  recorder.addEventListener("dataavailable", (e) => {
+    if (e.data.size > 0) chunks.push(e.data);
+    recorded += e.data.size;
+    mic.dataset.bytes = String(recorded); // how much is recorded so far
+  });
   recorder.addEventListener("stop", async () => {
     stream.getTracks().forEach((t) => t.stop());
     recorder = null;
@@ -276,7 +282,7 @@ mic.addEventListener("click", async () => {
       fill(me, "🎤 " + answer.transcript, "");
     }
   });
-  recorder.start();
+  recorder.start(250); // a piece every 250 ms, so the size shows as it grows
   mic.classList.add("recording");
   mic.setAttribute("aria-pressed", "true");
 });
