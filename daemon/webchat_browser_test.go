@@ -19,6 +19,7 @@ import (
 
 	"github.com/hermesd/hermesd/audio"
 	"github.com/hermesd/hermesd/daemon"
+	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/model/modeltest"
 )
 
@@ -305,5 +306,54 @@ func TestBrowser_RecordedVoiceMessageIsAnswered(t *testing.T) {
 	}
 	if !m.saw("please say the weather is fine") {
 		t.Fatal("the transcript never reached the model")
+	}
+}
+
+// TestBrowser_ToolBeingRunIsShown: while the model waits for a tool's
+// result the page names the tool, and the final answer replaces it.
+func TestBrowser_ToolBeingRunIsShown(t *testing.T) {
+	afterTool := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(afterTool) }) }
+	defer release()
+	call := modeltest.CallTool("current_time", `{}`, "It is *noon*.")
+	m := modeltest.NewServer(t, modeltest.WithHandler(func(ctx context.Context, req model.Request) (model.Response, error) {
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == model.RoleTool {
+			select { // the second call waits until the test saw the tool shown
+			case <-afterTool:
+			case <-ctx.Done():
+				return model.Response{}, ctx.Err()
+			}
+		}
+		return call(ctx, req)
+	}))
+	r := start(t, testConfig(t, t.TempDir(), map[string]string{"OPENAI_BASE_URL": m.URL()}), daemon.Options{})
+	ctx := browser(t, 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(r.srv.URL+"/?chat=browser-tool"),
+		chromedp.WaitVisible(chromedp.CSS(`.note`)),
+		chromedp.SendKeys(chromedp.CSS(`#t`), "what time is it"),
+		chromedp.Click(chromedp.CSS(`#send`)),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.bot.draft .tool`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	tool, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.msg.bot.draft .tool`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tool, "running current_time") {
+		t.Fatalf("the page shows %q while the tool runs", tool)
+	}
+	release()
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`.msg.bot:not(.draft) .md em`))); err != nil {
+		t.Fatal(err)
+	}
+	left, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".msg.bot.draft, .thinking").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d drafts or indicators left after the answer", left)
 	}
 }
