@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,5 +172,34 @@ func TestCompletions_DraftsStreamAsTheyGrow(t *testing.T) {
 	}
 	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || c.Choices[0].Message.Content != "It is Paris." {
 		t.Fatalf("not streamed: %+v %v", c, err)
+	}
+}
+
+// TestCompletions_AnyUserNameIsOneConversation: a user name that is not a
+// chat id (an e-mail address) still names one stable session, different
+// from another's; a valid id is used as it is.
+func TestCompletions_AnyUserNameIsOneConversation(t *testing.T) {
+	var mu sync.Mutex
+	var keys []string
+	_, srv := running(t, func(a *api.Adapter, m *messages.UserMessage) error {
+		mu.Lock()
+		keys = append(keys, m.GetSessionKey())
+		mu.Unlock()
+		s, _ := messages.ParseKey(m.GetSessionKey())
+		go func() {
+			_, _ = a.Send(context.Background(), s, &messages.Delivery{Text: "ok", Answers: []string{m.GetMessageId()}, Last: true})
+		}()
+		return nil
+	}, 5*time.Second)
+	for _, user := range []string{"ann@example.org", "ann@example.org", "bob@example.org", "plain-id"} {
+		res := post(t, srv, `{"user":"`+user+`","messages":[{"role":"user","content":"hi"}]}`)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", user, res.StatusCode)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if keys[0] != keys[1] || keys[0] == keys[2] || !strings.HasPrefix(keys[0], "api:dm:h-") || keys[3] != "api:dm:plain-id" {
+		t.Fatalf("sessions %q", keys)
 	}
 }

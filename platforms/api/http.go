@@ -1,7 +1,9 @@
 package api
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,6 +50,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// sessionID turns the name a client gave its conversation into a chat id:
+// itself when it is one ([A-Za-z0-9_-]{1,64}), else "h-" and a hash of it,
+// so that clients whose user ids are e-mail addresses or longer still get
+// one stable conversation each.
+func sessionID(name string) string {
+	if messages.ValidChatID(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "h-" + hex.EncodeToString(sum[:20])
+}
+
 // input is a validated request: the session and the text to send it.
 type input struct {
 	req     completionRequest
@@ -81,7 +95,7 @@ func parse(w http.ResponseWriter, r *http.Request) (input, bool) {
 			"name the conversation with the \"user\" field or the "+SessionHeader+" header")
 		return input{}, false
 	}
-	s, err := Session(id)
+	s, err := Session(sessionID(id))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "bad_session", err.Error())
 		return input{}, false
