@@ -84,9 +84,6 @@ type session struct {
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
 	approvals approvals
-	// drafts are streamed drafts held until the replies recorded before
-	// them have left (stream.go).
-	drafts []*messages.Draft
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -105,9 +102,12 @@ type runningTurn struct {
 	// period: the session answers for it whatever the turn is doing.
 	expiry *time.Timer
 	// draftID names the turn's streamed draft ("" when it does not stream);
-	// draftVersion counts the drafts forwarded (stream.go).
+	// draftVersion counts the drafts forwarded; held is the latest draft,
+	// waiting for replies recorded before it to leave (stream.go). Here
+	// rather than on the session, so that an idle session pays nothing.
 	draftID      string
 	draftVersion uint64
+	held         *messages.Draft
 }
 
 // turnGrace is how long past its deadline a turn may take to report before

@@ -173,48 +173,36 @@ func (a *session) handleDraft(c actor.Context, m *draftUpdate) {
 		return // a turn that ended: its final reply is on its way
 	}
 	t.draftVersion++
-	a.queueDraft(c, &messages.Draft{Id: t.draftID, Text: m.text, Tool: m.tool, Version: t.draftVersion,
-		Answers: answers(t.inputs), ReplyToId: lastID(t.inputs)})
-}
-
-// queueDraft sends d, or holds it (replacing an older draft of its reply)
-// while replies recorded before it are still on their way out.
-func (a *session) queueDraft(c actor.Context, d *messages.Draft) {
-	i := slices.IndexFunc(a.drafts, func(x *messages.Draft) bool { return x.GetId() == d.GetId() })
-	if i >= 0 {
-		a.drafts[i] = d
-	} else {
-		a.drafts = append(a.drafts, d)
-	}
+	t.held = &messages.Draft{Id: t.draftID, Text: m.text, Tool: m.tool, Version: t.draftVersion,
+		Answers: answers(t.inputs), ReplyToId: lastID(t.inputs)}
 	a.flushDrafts(c)
 }
 
-// flushDrafts sends the held drafts once no recorded reply waits before them.
+// flushDrafts sends the running turn's latest draft once no reply recorded
+// before it waits to leave (a settlement being written, a voice reply being
+// synthesized): a draft never overtakes a final message. Until then only
+// the latest draft is kept.
 func (a *session) flushDrafts(c actor.Context) {
-	if len(a.drafts) == 0 || len(a.sendQ) > 0 || a.settling > 0 {
+	t := a.turn
+	if t == nil || t.held == nil || len(a.sendQ) > 0 || a.settling > 0 {
 		return
 	}
-	ob := a.rt.outbox(a.s.Platform())
-	for _, d := range a.drafts {
-		c.Request(ob, d)
-	}
-	a.drafts = nil
+	c.Request(a.rt.outbox(a.s.Platform()), t.held)
+	t.held = nil
 }
 
 // closeDraft ends the draft of turn t, which stopped streaming: a held draft
 // is dropped (the final reply replaces it), and when no reply will come the
-// platform is told to take the draft down.
+// platform is told to take the draft down. The notice goes at once: it only
+// concerns this draft, queued behind the drafts already sent.
 func (a *session) closeDraft(c actor.Context, t *runningTurn, replaced bool) {
 	if t == nil || t.draftID == "" {
 		return
 	}
-	a.drafts = slices.DeleteFunc(a.drafts, func(x *messages.Draft) bool { return x.GetId() == t.draftID })
-	if len(a.drafts) == 0 {
-		a.drafts = nil
-	}
+	t.held = nil
 	if !replaced && t.draftVersion > 0 {
 		t.draftVersion++
-		a.queueDraft(c, &messages.Draft{Id: t.draftID, Version: t.draftVersion, Cancelled: true,
+		c.Request(a.rt.outbox(a.s.Platform()), &messages.Draft{Id: t.draftID, Version: t.draftVersion, Cancelled: true,
 			Answers: answers(t.inputs), ReplyToId: lastID(t.inputs)})
 	}
 }

@@ -303,3 +303,69 @@ func TestStream_DraftsStayInTheirChat(t *testing.T) {
 		t.Fatalf("two chats share a draft id %q", ids[a])
 	}
 }
+
+// slowSettle is Memory whose settlements take a while to commit, as on a
+// busy disk; like the store, it reports them in the order they were made.
+type slowSettle struct {
+	*Memory
+	delay time.Duration
+	mu    sync.Mutex
+	last  chan struct{} // closed when the previous settlement reported
+}
+
+func (p *slowSettle) Settle(s messages.Session, st Settlement, done func(error)) {
+	p.mu.Lock()
+	prev, mine := p.last, make(chan struct{})
+	p.last = mine
+	p.mu.Unlock()
+	p.Memory.Settle(s, st, func(err error) {
+		time.AfterFunc(p.delay, func() {
+			if prev != nil {
+				<-prev
+			}
+			done(err)
+			close(mine)
+		})
+	})
+}
+
+// TestStream_DraftNeverOvertakesAFinalReply: under the queue policy the
+// next turn starts streaming while the previous answer is still being
+// written to the store; its draft waits until that answer has left.
+func TestStream_DraftNeverOvertakesAFinalReply(t *testing.T) {
+	release := make(chan struct{})
+	m := modelFunc(func(ctx context.Context, req model.Request) (model.Response, error) {
+		if u := lastUser(req); u == "two" {
+			req.OnDelta(model.Delta{Text: "streaming two"})
+			select { // the draft is out (or held) while this call goes on
+			case <-release:
+			case <-ctx.Done():
+			}
+			return model.Response{Message: model.Message{Content: "streaming two, done"}}, nil
+		}
+		return model.Response{Message: model.Message{Content: "answer one"}}, nil
+	})
+	h, dr := startDrafting(t, m, func(d *Deps) { d.Persist = &slowSettle{Memory: NewMemory(), delay: 200 * time.Millisecond} })
+	s := webSession("queue")
+	h.send(t, s, "b", "/busy queue")
+	dr.waitFor(t, "ack", lastFor("b"))
+	h.send(t, s, "m1", "one")
+	h.send(t, s, "m2", "two")
+	dr.waitFor(t, "the first answer", lastFor("m1"))
+	dr.waitDraft(t, "the second turn's draft", func(d *messages.Draft) bool { return d.GetText() == "streaming two" })
+	close(release)
+	dr.waitFor(t, "the second answer", lastFor("m2"))
+	xs := dr.shown()
+	first, firstDraft := -1, -1
+	for i, x := range xs {
+		if x.d != nil && x.d.AnswersMessage("m1") && first < 0 {
+			first = i
+		}
+		if x.draft != nil && firstDraft < 0 {
+			firstDraft = i
+		}
+	}
+	if firstDraft < 0 || first < 0 || firstDraft < first {
+		t.Fatalf("the second turn's draft came before the first answer: %s", describeShown(xs))
+	}
+}

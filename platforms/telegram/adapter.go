@@ -10,6 +10,8 @@
 // Outbound, replies are rendered from Markdown to Telegram HTML, chunked at
 // 4096 UTF-16 units, paced to Telegram's limits, retried on 429, 5xx and
 // network errors, and voice notes fall back to audio, file and text.
+// Streamed replies show as drafts (draft.go): sendMessageDraft previews in
+// private chats, one edited message elsewhere.
 //
 // Library types (models.Update, models.Message) never leave this package.
 package telegram

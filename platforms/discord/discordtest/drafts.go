@@ -104,3 +104,15 @@ func (s *Server) Deletes() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.deletes...)
 }
+
+// Content returns the current content of message id (after edits), and
+// whether it exists and was not deleted.
+func (s *Server) Content(id string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.messages[id]
+	if m == nil || m.deleted {
+		return "", false
+	}
+	return m.content, true
+}
