@@ -166,11 +166,20 @@ func TestCompletions_DraftsStreamAsTheyGrow(t *testing.T) {
 	if got := strings.Join(streamText(t, srv, req), "|"); got != "Let me check.|\n\nIt is| Paris." {
 		t.Fatalf("streamed %q", got)
 	}
+	// A turn cancelled part-way and replaced by a new one (an interrupt):
+	// the new reply starts its own segment.
+	_, srv = running(t, turn([]*messages.Draft{
+		{Id: "d0", Text: "Old answ", Version: 1}, {Id: "d0", Text: "Old answ", Cancelled: true, Version: 2},
+		{Id: "d1", Text: "New", Version: 1},
+	}, "New answer."), 5*time.Second)
+	if got := strings.Join(streamText(t, srv, req), "|"); got != "Old answ|\n\nNew| answer." {
+		t.Fatalf("streamed %q", got)
+	}
 	res := post(t, srv, `{"user":"alice","messages":[{"role":"user","content":"hi"}]}`)
 	var c struct {
 		Choices []struct{ Message struct{ Content string } } `json:"choices"`
 	}
-	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || c.Choices[0].Message.Content != "It is Paris." {
+	if err := json.NewDecoder(res.Body).Decode(&c); err != nil || c.Choices[0].Message.Content != "New answer." {
 		t.Fatalf("not streamed: %+v %v", c, err)
 	}
 }

@@ -195,6 +195,8 @@ type answer struct {
 	// toolRan is set when a draft named a tool: the model's next words
 	// start a new segment of the stream.
 	toolRan bool
+	// draftID is the draft being followed.
+	draftID string
 }
 
 // add takes one delivery and returns the text it adds (with the blank
@@ -234,7 +236,13 @@ func (a *answer) add(d *messages.Delivery) (string, *outputAudio) {
 // draft that does not extend it (the model's words before a tool call,
 // followed by a new answer) adds nothing until the reply itself.
 func (a *answer) fromDraft(d *messages.Draft) string {
+	if d.GetId() != a.draftID {
+		// Another reply (an interrupt merged this request into a new
+		// turn): a new segment.
+		a.draftID, a.current, a.toolRan = d.GetId(), "", false
+	}
 	if d.GetCancelled() {
+		a.current = ""
 		return ""
 	}
 	text := d.GetText()
