@@ -568,6 +568,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 
 	st := Settlement{Conversation: t.conv, Inputs: seqs(inputs), Outcome: Answered, History: m.produced,
 		Replies: []*messages.Delivery{textReply(m.reply, inputs, originTurn)}}
+	st.Replies[0].PromptTokens, st.Replies[0].CompletionTokens = int64(m.tokensIn), int64(m.tokensOut)
 	if m.failed {
 		st.Outcome = Failed
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/api"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/web"
 	"github.com/hermesd/hermesd/store"
@@ -79,6 +80,8 @@ type Daemon struct {
 	// media stores and reads the photos and documents users send
 	// (daemon/media.go).
 	media *media.Ingester
+	// api is the OpenAI-compatible endpoint (platforms/api).
+	api *api.Adapter
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -114,8 +117,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if d.media, err = d.mediaIngester(); err != nil {
 		return fail(err)
 	}
-	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, Media: d.media})
+	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, Media: d.media,
+		History: d.chatHistory, Transcriber: d.webTranscriber()})
 	adapters := []platforms.Adapter{d.web}
+	d.api = api.New(api.Options{Log: log})
+	adapters = append(adapters, d.api)
 	more, err := d.platformAdapters()
 	if err != nil {
 		return fail(err)
@@ -177,6 +183,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		_ = rt.Shutdown(context.Background(), 0)
 		return fail(ctx.Err())
 	}
+	select { // and once the OpenAI-compatible endpoint does
+	case <-d.api.Ready():
+	case <-time.After(10 * time.Second):
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(errors.New("the OpenAI-compatible API did not start"))
+	case <-ctx.Done():
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(ctx.Err())
+	}
 
 	replyTimeout := o.ReplyTimeout
 	if replyTimeout <= 0 {
@@ -184,6 +199,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	d.mux = http.NewServeMux()
 	d.web.Routes(d.mux, replyTimeout)
+	d.api.Routes(d.mux, replyTimeout)
 	d.routes()
 	return d, nil
 }

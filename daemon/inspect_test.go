@@ -435,8 +435,9 @@ func TestInspection_MetricsCountWhatHappened(t *testing.T) {
 	if st.UptimeSeconds <= 0 || st.SessionsLive != 3 || st.TurnsRunning != 0 || st.IdentityRefusals != 1 {
 		t.Errorf("status %+v", st)
 	}
-	if len(st.Platforms) != 1 || st.Platforms[0].Platform != "web" || st.Platforms[0].ReportsHealth {
-		t.Errorf("platforms %+v, want web (not reporting health)", st.Platforms)
+	if len(st.Platforms) != 2 || st.Platforms[0].Platform != "web" || st.Platforms[1].Platform != "api" ||
+		st.Platforms[0].ReportsHealth || st.Platforms[1].ReportsHealth {
+		t.Errorf("platforms %+v, want web and api (neither reporting health)", st.Platforms)
 	}
 	found := false
 	for _, e := range st.RecentErrors {

@@ -354,9 +354,13 @@ type Delivery struct {
 	// The draft this delivery completes (Draft.id), if its text was streamed:
 	// the platform turns the draft into this reply instead of sending a
 	// second message.
-	DraftId       string `protobuf:"bytes,13,opt,name=draft_id,json=draftId,proto3" json:"draft_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DraftId string `protobuf:"bytes,13,opt,name=draft_id,json=draftId,proto3" json:"draft_id,omitempty"`
+	// The model's token usage over the turn, on the turn's text reply (0 when
+	// the model did not report it): the OpenAI-compatible API returns it.
+	PromptTokens     int64 `protobuf:"varint,20,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `protobuf:"varint,21,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Delivery) Reset() {
@@ -478,6 +482,20 @@ func (x *Delivery) GetDraftId() string {
 		return x.DraftId
 	}
 	return ""
+}
+
+func (x *Delivery) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *Delivery) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
 }
 
 // DeliveryReceipt answers a Delivery once the platform acknowledged it.
@@ -758,7 +776,7 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\x06sha256\x18\x06 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04text\x18\a \x01(\tR\x04text\x12\x1c\n" +
 	"\ttruncated\x18\b \x01(\bR\ttruncated\x12\x18\n" +
-	"\aproblem\x18\t \x01(\tR\aproblem\"\xfd\x02\n" +
+	"\aproblem\x18\t \x01(\tR\aproblem\"\xcf\x03\n" +
 	"\bDelivery\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.hermesd.messages.DeliveryKindR\x04kind\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
@@ -773,7 +791,9 @@ const file_messages_hermes_proto_rawDesc = "" +
 	" \x03(\tR\aanswers\x12\x12\n" +
 	"\x04last\x18\v \x01(\bR\x04last\x12'\n" +
 	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\x12\x19\n" +
-	"\bdraft_id\x18\r \x01(\tR\adraftId\"u\n" +
+	"\bdraft_id\x18\r \x01(\tR\adraftId\x12#\n" +
+	"\rprompt_tokens\x18\x14 \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x15 \x01(\x03R\x10completionTokens\"u\n" +
 	"\x0fDeliveryReceipt\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1f\n" +
 	"\vmessage_ids\x18\x02 \x03(\tR\n" +
