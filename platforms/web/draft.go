@@ -15,6 +15,8 @@ type DraftEvent struct {
 	ID string `json:"id"`
 	// Text is the answer so far (Markdown, possibly cut mid-word).
 	Text string `json:"text"`
+	// HTML is Text rendered and sanitized, as for a reply.
+	HTML string `json:"html,omitempty"`
 	// Tool names the tool(s) being run, if any.
 	Tool string `json:"tool,omitempty"`
 	// Answers lists the ids of the messages the reply will answer.
@@ -30,7 +32,7 @@ func (a *Adapter) Draft(_ context.Context, s messages.Session, d *messages.Draft
 	if s.Platform() != messages.Web {
 		return fmt.Errorf("web: draft for %s session %s", s.Platform(), s.Key())
 	}
-	ev := Event{draft: &DraftEvent{ID: d.GetId(), Text: d.GetText(), Tool: d.GetTool(), Answers: d.GetAnswers(), Cancelled: d.GetCancelled()}}
+	ev := Event{draft: &DraftEvent{ID: d.GetId(), Text: d.GetText(), HTML: a.md.render(d.GetText()), Tool: d.GetTool(), Answers: d.GetAnswers(), Cancelled: d.GetCancelled()}}
 	a.mu.Lock()
 	for sub := range a.subs[s.ChatID()] {
 		sub.push(ev)
