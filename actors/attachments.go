@@ -20,7 +20,7 @@ func (rt *Runtime) visionFor(modelName string) bool {
 
 // noticeNoVision is what the user is told, once per session, when a photo
 // reaches a model that cannot see.
-const noticeNoVision = "🖼️ This chat's model cannot see images: it only knows that you sent one. (The owner can use a vision model and set HERMES_MODEL_VISION=on.)"
+const noticeNoVision = "🖼️ This chat's model cannot see images: it only knows that you sent one. (The owner can mark a model vision: true in config.yaml, or set HERMES_MODEL_VISION=on.)"
 
 // writeAttachment renders one attachment for the model, after the message's
 // text: a line that describes it and, for a document, its extracted text.
