@@ -84,6 +84,24 @@ type session struct {
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
 	approvals approvals
+	// model is the catalog model the chat chose with /model, "" for the
+	// default (actors/models.go).
+	model string
+
+	// summary stands for the conversation's compressed beginning
+	// (compress.go). appended counts the messages ever appended to history:
+	// a store call that returns a fresh history is answered with it plus
+	// what was appended since the call. compressAsker is the /compress the
+	// running compressor answers.
+	summary       string
+	appended      int
+	compressAsker *messages.UserMessage
+	// compressAfter holds automatic compression back until appended
+	// reaches it (after a failed one).
+	compressAfter int
+	// visionNoticed: the user was told this session's model cannot see
+	// images (attachments.go), so later photos are not told again.
+	visionNoticed bool
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -212,6 +230,14 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleApprovalExpired(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
+	case *commandReply:
+		a.reply(c, m.m, m.text)
+	case *compressResult:
+		a.handleCompressResult(c, m)
+	case *compacted:
+		a.handleCompacted(c, m)
+	case *resumed:
+		a.handleResumed(c, m)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -274,6 +300,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	} else {
 		st := m.state
 		a.history = slices.Clip(st.History)
+		a.summary = st.Summary
 		if st.Voice != "" {
 			a.voice = st.Voice
 		}
@@ -283,6 +310,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 		if st.Conversation > 0 {
 			a.conv = st.Conversation
 		}
+		a.model = st.Model
 		// What the platform never confirmed leaves first, in order.
 		if n := len(st.Unsent); n > 0 {
 			a.resendUpTo = st.Unsent[n-1].GetSeq()
@@ -410,7 +438,10 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		history:  a.history,
 		inputs:   inputs,
 		kind:     kindTurn,
+		model:    a.model,
+		summary:  a.summary,
 	}
+	t.vision, t.noticeVision = a.rt.visionFor(a.model), !a.visionNoticed
 	draftID := a.streamTurn(c, t, voiceIn)
 	// Counted before it is spawned: the turn runs at once on its own
 	// goroutine, and a metric or /status read while its tools run must
@@ -512,6 +543,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 		outcome = "error"
 	}
 	t := a.endTurn(c, outcome)
+	a.visionNoticed = a.visionNoticed || m.visionNoticed
 	a.logger().Info("turn", "turn", t.id, "outcome", outcome, "duration", time.Since(t.started).Round(time.Millisecond),
 		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
 	// Steer messages the turn could not use are answered by a turn of their
@@ -519,12 +551,16 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
 		return slices.Contains(m.unsteered, in)
 	})
-	for _, in := range inputs {
-		if in.GetText() != "" {
-			a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+	if t.conv == a.conv { // else /resume went to another conversation meanwhile
+		for _, in := range inputs {
+			if in.GetText() != "" {
+				a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+				a.appended++
+			}
 		}
+		a.history = append(a.history, m.produced...)
+		a.appended += len(m.produced)
 	}
-	a.history = append(a.history, m.produced...)
 	if n := a.rt.cfg.HistoryLimit; n > 0 && len(a.history) > 2*n {
 		a.history = slices.Clip(slices.Clone(a.history[len(a.history)-n:]))
 	}
@@ -546,6 +582,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	a.queued = append(a.queued, m.unsteered...)
 	if !m.failed {
 		a.afterTurn(c)
+		a.maybeCompress(c, nil)
 	}
 	a.next(c)
 }

@@ -92,9 +92,26 @@ type Config struct {
 	// that many turns of a conversation; 0 turns them off.
 	ReviewEvery int
 	SweepEvery  int
+	// ContextTokens is the model's context window, for the token budget
+	// that triggers compression; ToolResultLimit caps (in bytes) a tool
+	// result as the model sees it, 0 for no cap.
+	ContextTokens   int
+	ToolResultLimit int
 
 	// Tools are the settings of the tools that act (config/tools.go).
 	Tools Tools
+
+	// DatabaseURL is a PostgreSQL URL (postgres://…) to keep state in
+	// instead of HERMES_HOME/hermesd.db; see Database.
+	DatabaseURL string
+	// Models is the model catalog (config/models.go): config.yaml's
+	// `models:` list, else one entry from OPENAI_BASE_URL, OPENAI_API_KEY
+	// and HERMES_MODEL, else empty (the offline assistant). DefaultModel is
+	// `default_model:`, "" for the first entry.
+	Models       []ModelEntry
+	DefaultModel string
+	// Media are the settings of inbound images and documents (config/media.go).
+	Media Media
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -143,13 +160,16 @@ var keys = append([]struct {
 	{"HERMES_IDLE_TIMEOUT", "30m", false},
 	{"HERMES_BUSY_POLICY", "interrupt", false},
 	{"HERMES_SYSTEM_PROMPT", "", false},
-	{"HERMES_HISTORY_LIMIT", "200", false},
+	{"HERMES_HISTORY_LIMIT", "1000", false},
 	{"HERMES_MAX_TOOL_ROUNDS", "8", false},
 	{"HERMES_TURN_TIMEOUT", "10m", false},
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
-}, toolKeys...)
+	{"HERMES_DATABASE_URL", "", true},
+	{"HERMES_CONTEXT_TOKENS", "32768", false},
+	{"HERMES_TOOL_RESULT_LIMIT", "16384", false},
+}, append(toolKeys, mediaKeys...)...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
 // HERMES_HOME/.env, then the environment through lookup (os.LookupEnv in the
@@ -167,7 +187,10 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	mcp, merr := ReadMCP(filepath.Join(vals["HERMES_HOME"], ConfigFile))
 	c.Tools.MCPServers = mcp
 	c.Tools.ChildEnv = childEnv(lookup)
-	return c, errors.Join(err, merr)
+	models, def, cerr := readModels(filepath.Join(vals["HERMES_HOME"], ConfigFile), lookup)
+	c.catalog(models)
+	c.DefaultModel = def
+	return c, errors.Join(err, merr, cerr)
 }
 
 // Home returns HERMES_HOME as lookup gives it, or ~/.hermesd.
@@ -240,6 +263,9 @@ func readYAML(path string, vals map[string]string) error {
 		name := strings.ToUpper(k)
 		if mcpKeys[name] {
 			continue // a nested list, read by ReadMCP
+		}
+		if modelKeys[name] {
+			continue // the model catalog, read by readModels
 		}
 		if !Known(name) || name == "HERMES_HOME" {
 			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)
@@ -401,7 +427,13 @@ func parse(v map[string]string) (Config, error) {
 		ShutdownGrace: dur("HERMES_SHUTDOWN_GRACE"),
 		ReviewEvery:   count("HERMES_REVIEW_EVERY"),
 		SweepEvery:    count("HERMES_SWEEP_EVERY"),
+		DatabaseURL:   strings.TrimSpace(v["HERMES_DATABASE_URL"]),
 	}
+	if msg := checkDatabaseURL(c.DatabaseURL); msg != "" {
+		bad("HERMES_DATABASE_URL", "%s", msg)
+	}
+	c.ContextTokens = num("HERMES_CONTEXT_TOKENS")
+	c.ToolResultLimit = count("HERMES_TOOL_RESULT_LIMIT")
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("HERMES_HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
 	}
@@ -442,6 +474,7 @@ func parse(v map[string]string) (Config, error) {
 		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
 	}
 	c.Tools = parseTools(v, bad)
+	c.Media = parseMedia(v, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"
 	}
@@ -463,7 +496,7 @@ func (c Config) Loopback() bool {
 }
 
 // Offline reports whether no model endpoint is configured.
-func (c Config) Offline() bool { return c.ModelBaseURL == "" }
+func (c Config) Offline() bool { return c.ModelBaseURL == "" && len(c.Models) == 0 }
 
 // Redacted returns the effective settings as sorted "KEY=value" lines with
 // secrets masked, for `hermesd doctor` and start-up logs.

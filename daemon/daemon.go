@@ -12,12 +12,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
@@ -74,6 +74,12 @@ type Daemon struct {
 	opts    Options
 	// reload holds what a reload swaps (allowlists, TTS provider).
 	reload reloadState
+	// router is the model catalog, nil for the offline assistant or a
+	// test's model (daemon/models.go).
+	router *model.Router
+	// media stores and reads the photos and documents users send
+	// (daemon/media.go).
+	media *media.Ingester
 	// api is the OpenAI-compatible endpoint (platforms/api).
 	api *api.Adapter
 }
@@ -86,7 +92,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("create HERMES_HOME %s: %w", cfg.Home, err)
 	}
-	st, err := store.Open(ctx, filepath.Join(cfg.Home, "hermesd.db"), store.WithLogger(log))
+	st, err := store.Open(ctx, cfg.Database(), store.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -98,16 +104,21 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return nil, err
 	}
 
-	m, modelName, err := buildModel(cfg, log, o)
+	m, router, modelName, err := d.buildModel(cfg, log, o)
 	if err != nil {
 		return fail(err)
 	}
+	d.router = router
 	reg, err := d.agentTools(o.ExtraTools)
 	if err != nil {
 		return fail(fmt.Errorf("tools: %w", err))
 	}
 
-	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, History: d.chatHistory, Transcriber: d.webTranscriber()})
+	if d.media, err = d.mediaIngester(); err != nil {
+		return fail(err)
+	}
+	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, Media: d.media,
+		History: d.chatHistory, Transcriber: d.webTranscriber()})
 	adapters := []platforms.Adapter{d.web}
 	d.api = api.New(api.Options{Log: log})
 	adapters = append(adapters, d.api)
@@ -125,6 +136,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.DefaultBusy = messages.BusyPolicy(cfg.BusyPolicy)
 	rcfg.ModelName = modelName
 	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
+	rcfg.ContextTokens, rcfg.ToolResultLimit = cfg.ContextTokens, cfg.ToolResultLimit
+	rcfg.Vision = cfg.Media.Vision
 	if cfg.SystemPrompt != "" {
 		rcfg.SystemPrompt = cfg.SystemPrompt
 	}
@@ -133,6 +146,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		Adapters: adapters, Guard: d.guard,
 		PromptContext: d.promptContext,
 		Jobs:          jobClaimer{st: st, loc: time.Local, log: log},
+		Usage:         persistence{st},
+		Media:         d.media.Store(),
+	}
+	if router != nil {
+		deps.Models = router
+		// A model's own context size, when the catalog gives one, is the
+		// budget compression keeps its history within.
+		deps.ContextTokens = func(name string) int {
+			if name == "" {
+				name = router.Default()
+			}
+			info, _ := router.Info(name)
+			return info.ContextTokens
+		}
 	}
 	if err := d.speech(&deps); err != nil {
 		return fail(err)
@@ -175,20 +202,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	d.api.Routes(d.mux, replyTimeout)
 	d.routes()
 	return d, nil
-}
-
-func buildModel(cfg config.Config, log *slog.Logger, o Options) (model.Completer, string, error) {
-	if o.Model != nil {
-		return o.Model, "test model", nil
-	}
-	if cfg.Offline() {
-		return model.Offline{}, "offline assistant (set OPENAI_BASE_URL to use a model)", nil
-	}
-	c, err := model.NewClient(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model, Timeout: cfg.ModelTimeout, Logger: log})
-	if err != nil {
-		return nil, "", fmt.Errorf("OPENAI_BASE_URL: %w", err)
-	}
-	return c, cfg.Model, nil
 }
 
 // Handler returns the HTTP handler of the admin listener: the routes behind

@@ -202,15 +202,29 @@ func (x *UserMessage) GetInboxSeq() uint64 {
 	return 0
 }
 
-// Attachment describes a file that came with a UserMessage. Its bytes stay on
-// the platform; the model sees a description.
+// Attachment describes a file that came with a UserMessage. Voice and audio
+// stay on the platform (the model sees a description or a transcript);
+// images and documents hermesd downloaded are kept in HERMES_HOME/media,
+// named by sha256, never in the message itself.
 type Attachment struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "voice", "audio", "document", "photo"
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	MimeType      string                 `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	Size          int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
-	DurationSecs  float64                `protobuf:"fixed64,5,opt,name=duration_secs,json=durationSecs,proto3" json:"duration_secs,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Kind         string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "voice", "audio", "document", "photo"
+	Name         string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	MimeType     string                 `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Size         int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	DurationSecs float64                `protobuf:"fixed64,5,opt,name=duration_secs,json=durationSecs,proto3" json:"duration_secs,omitempty"`
+	// sha256 names the stored bytes (HERMES_HOME/media/<sha256>): for a photo,
+	// the image as the model gets it (checked, scaled down, re-encoded); for a
+	// document, the file as sent. Empty when nothing was stored.
+	Sha256 string `protobuf:"bytes,6,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// text is a document's extracted text, capped; it travels with the message
+	// so a restart does not extract again.
+	Text string `protobuf:"bytes,7,opt,name=text,proto3" json:"text,omitempty"`
+	// truncated says text stops at the configured cap.
+	Truncated bool `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// problem, when set, says why hermesd could not use the file (too large,
+	// unsupported type, damaged), in words for the user and the model.
+	Problem       string `protobuf:"bytes,9,opt,name=problem,proto3" json:"problem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -278,6 +292,34 @@ func (x *Attachment) GetDurationSecs() float64 {
 		return x.DurationSecs
 	}
 	return 0
+}
+
+func (x *Attachment) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *Attachment) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Attachment) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *Attachment) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
 }
 
 // Delivery is one reply leaving a session through its platform's outbox. The
@@ -723,14 +765,18 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\vreply_to_id\x18\b \x01(\tR\treplyToId\x12(\n" +
 	"\x10received_unix_ms\x18\t \x01(\x03R\x0ereceivedUnixMs\x12\x1b\n" +
 	"\tinbox_seq\x18\n" +
-	" \x01(\x04R\binboxSeq\"\x8a\x01\n" +
+	" \x01(\x04R\binboxSeq\"\xee\x01\n" +
 	"\n" +
 	"Attachment\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12#\n" +
-	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xcf\x03\n" +
+	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\x12\x16\n" +
+	"\x06sha256\x18\x06 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04text\x18\a \x01(\tR\x04text\x12\x1c\n" +
+	"\ttruncated\x18\b \x01(\bR\ttruncated\x12\x18\n" +
+	"\aproblem\x18\t \x01(\tR\aproblem\"\xcf\x03\n" +
 	"\bDelivery\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.hermesd.messages.DeliveryKindR\x04kind\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +

@@ -29,6 +29,12 @@ func encodeRequest(modelName string, req Request) ([]byte, error) {
 			return nil, fmt.Errorf("message %d has no role", i)
 		}
 		wm := wire.Message{Role: m.Role, Content: wire.Content{Text: m.Content}}
+		for _, img := range m.Images {
+			if len(img.Data) == 0 || img.MIME == "" {
+				return nil, fmt.Errorf("message %d: image without bytes or type", i)
+			}
+			wm.Content.Images = append(wm.Content.Images, wire.DataURL(img.MIME, img.Data))
+		}
 		if m.Role == RoleTool {
 			wm.ToolCallID = m.ToolCallID
 		} else if participantName.MatchString(m.Name) {

@@ -5,11 +5,13 @@ import (
 	"testing"
 )
 
-func TestSearch(t *testing.T) {
+func TestSearch(t *testing.T) { forEachBackend(t, testSearch) }
+
+func testSearch(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	const key, other = "telegram:dm:1", "telegram:dm:2"
-	mustAppend(t, s, key, "the deploy failed on Tuesday", "Café opens at nine")
+	mustAppend(t, s, key, "the deploy failed on Tuesday", "Café opens at nine", "ПРИВЕТ from the école")
 	if _, err := s.NewConversation(ctx, key); err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +34,9 @@ func TestSearch(t *testing.T) {
 		{`* ( ) " ^ :`, 0},       // nothing searchable at all
 		{"", 0},                  // empty
 		{"someone", 0},           // another session's words
+		{"CAFÉ", 1},              // accents folded in the query too, whatever the case
+		{"привет", 1},            // case folded beyond ASCII
+		{"ÉCOLE", 1},
 	}
 	for _, c := range cases {
 		got, err := s.Search(ctx, key, c.query, 10)
@@ -52,8 +57,10 @@ func TestSearch(t *testing.T) {
 	}
 }
 
-func TestSearch_Limit(t *testing.T) {
-	s := mustOpen(t, dbPath(t))
+func TestSearch_Limit(t *testing.T) { forEachBackend(t, testSearch_Limit) }
+
+func testSearch_Limit(t *testing.T, newDB func(testing.TB) string) {
+	s := mustOpen(t, newDB(t))
 	const key = "web:dm:z"
 	mustAppend(t, s, key, "alpha one", "alpha two", "alpha three")
 	got, err := s.Search(context.Background(), key, "alpha", 2)

@@ -93,7 +93,8 @@ func (s *Store) SetBusyPolicy(ctx context.Context, key string, p messages.BusyPo
 	return s.setSetting(ctx, key, "busy_policy", string(p))
 }
 
-// setSetting upserts one settings column; column is one of two constants.
+// setSetting upserts one settings column; column is one of the constants
+// its callers pass.
 func (s *Store) setSetting(ctx context.Context, key, column, value string) error {
 	sess, err := parseKey(key)
 	if err != nil {
@@ -102,11 +103,11 @@ func (s *Store) setSetting(ctx context.Context, key, column, value string) error
 	now := ms(s.now())
 	q := `INSERT INTO sessions(key, platform, created, last_active, ` + column + `) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT(key) DO UPDATE SET ` + column + ` = excluded.` + column + `,
-		last_active = max(last_active, excluded.last_active)`
-	err = s.write(ctx, 1, func(x *wtx) error {
+		last_active = ` + s.d.greatest + `(sessions.last_active, excluded.last_active)`
+	err = s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		_, err := x.exec(q, key, string(sess.Platform()), now, now, value)
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("set %s of %s: %w", column, key, err)
 	}
@@ -114,7 +115,8 @@ func (s *Store) setSetting(ctx context.Context, key, column, value string) error
 }
 
 // NewConversation starts the session's next conversation (/new) and returns
-// its number. Messages appended afterwards belong to it; History no longer
+// its number: one past the highest it ever had, also after a /resume went
+// back to an older one. Messages appended afterwards belong to it; History no longer
 // shows the earlier ones, and Search still finds them. Pending inputs keep
 // their place: the session settles them (it alone knows which of them it
 // answered already).
@@ -125,12 +127,14 @@ func (s *Store) NewConversation(ctx context.Context, key string) (int64, error) 
 	}
 	now := ms(s.now())
 	var conv int64
-	err = s.write(ctx, 1, func(x *wtx) error {
+	err = s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		return x.queryRow(`INSERT INTO sessions(key, platform, created, last_active, conversation) VALUES (?, ?, ?, ?, 2)
-			ON CONFLICT(key) DO UPDATE SET conversation = conversation + 1,
-			last_active = max(last_active, excluded.last_active)
+			ON CONFLICT(key) DO UPDATE SET conversation = `+x.w.dialect.greatest+`(sessions.conversation,
+				(SELECT COALESCE(MAX(conversation), 0) FROM messages WHERE session_key = excluded.key),
+				(SELECT COALESCE(MAX(conversation), 0) FROM conversations WHERE session_key = excluded.key)) + 1,
+			last_active = `+x.w.dialect.greatest+`(sessions.last_active, excluded.last_active)
 			RETURNING conversation`, []any{&conv}, key, string(sess.Platform()), now, now)
-	})
+	}))
 	if err != nil {
 		return 0, fmt.Errorf("new conversation of %s: %w", key, err)
 	}

@@ -1,7 +1,10 @@
-// Package store persists hermesd's state in one embedded SQLite database:
+// Package store persists hermesd's state in one embedded SQLite database,
+// or in PostgreSQL when Open is given a postgres:// URL (postgres.go):
 // sessions and their settings, conversation history (with a full-text
-// index), memories, cron jobs, platform cursors, inbound dedup, delivery
-// records and pairing.
+// index), memories, cron jobs, platform cursors, inbound dedup, the inbox
+// and outbox, pairing, and the leases that fence a session's writes when
+// several members share one database (leases.go). Callers see the same
+// methods and behaviour on both.
 //
 // # Connections and goroutines
 //
@@ -14,9 +17,9 @@
 // of read-only connections and see every write that committed before they
 // started (WAL mode).
 //
-// Durability: the database runs with synchronous=NORMAL in WAL mode, so a
+// Durability: SQLite runs with synchronous=NORMAL in WAL mode, so a
 // committed write survives a crash of hermesd but the last commits before a
-// power loss may not.
+// power loss may not. PostgreSQL's durability is the server's.
 package store
 
 import (
@@ -87,6 +90,7 @@ func WithQueueLimit(n int) Option { return func(o *options) { o.queueLimit = n }
 // Store is hermesd's database. All methods are safe for concurrent use.
 type Store struct {
 	path     string
+	d        *dialect
 	log      *slog.Logger
 	now      func() time.Time
 	dedupTTL time.Duration
@@ -108,7 +112,8 @@ type Store struct {
 
 // Open opens (creating if needed) the database at path, brings its schema up
 // to date and starts the writer. Opening an existing database is idempotent.
-// Close releases it.
+// Close releases it. A path that is a postgres:// or postgresql:// URL opens
+// that PostgreSQL database instead of a SQLite file (see IsPostgresURL).
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	o := options{
 		log:        slog.Default(),
@@ -121,6 +126,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if IsPostgresURL(path) {
+		s := &Store{path: redactURL(path), d: &postgresDialect, log: o.log.With("component", "store"), now: o.now, dedupTTL: o.dedupTTL}
+		s.reads.stmts = make(map[string]*sql.Stmt)
+		if err := s.openPostgres(ctx, path, o); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("open store %s: %w", s.path, err)
+		}
+		return s, nil
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", path, err)
@@ -128,7 +142,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: create directory: %w", err)
 	}
-	s := &Store{path: abs, log: o.log.With("component", "store"), now: o.now, dedupTTL: o.dedupTTL}
+	s := &Store{path: abs, d: &sqliteDialect, log: o.log.With("component", "store"), now: o.now, dedupTTL: o.dedupTTL}
 	s.reads.stmts = make(map[string]*sql.Stmt)
 	if err := s.open(ctx, o); err != nil {
 		_ = s.Close()
@@ -183,7 +197,7 @@ func (s *Store) open(ctx context.Context, o options) error {
 		return fmt.Errorf("open read pool: %w", err)
 	}
 
-	s.w = newWriter(conn, s.log, o.maxBatch, o.queueLimit)
+	s.w = newWriter(conn, s.d, s.log, o.maxBatch, o.queueLimit)
 	go s.w.run()
 	// Index anything a previous writer queued but did not index (there
 	// should be nothing; this makes it so).
@@ -193,7 +207,8 @@ func (s *Store) open(ctx context.Context, o options) error {
 	return nil
 }
 
-// Path returns the absolute path of the database file.
+// Path returns the absolute path of the database file, or the PostgreSQL
+// URL without its password.
 func (s *Store) Path() string { return s.path }
 
 // Close stops accepting writes, commits every write already queued, and
@@ -241,7 +256,11 @@ func (s *Store) readStmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := s.reads.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := s.rdb.PrepareContext(ctx, q)
+	sq := q
+	if s.d.rebind {
+		sq = rebind(q)
+	}
+	st, err := s.rdb.PrepareContext(ctx, sq)
 	if err != nil {
 		return nil, fmt.Errorf("prepare read: %w", err)
 	}
@@ -255,7 +274,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	return st.QueryContext(ctx, s.d.args(args)...)
 }
 
 // queryRow runs a one-row read on the read pool; Scan reports errors.
@@ -264,7 +283,7 @@ func (s *Store) queryRow(ctx context.Context, q string, dest []any, args ...any)
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
+	return st.QueryRowContext(ctx, s.d.args(args)...).Scan(dest...)
 }
 
 // write queues fn as one operation of weight units (messages) and waits

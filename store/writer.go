@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // opFunc is one write operation. It runs on the writer goroutine inside a
@@ -34,6 +35,7 @@ type op struct {
 // callers queue with enqueue and never touch the connection.
 type writer struct {
 	log        *slog.Logger
+	dialect    *dialect
 	maxBatch   int
 	queueLimit int
 
@@ -45,20 +47,27 @@ type writer struct {
 
 	stopped chan struct{} // closed when run returns
 
+	// connect, when set (PostgreSQL), opens a new write connection: the
+	// writer replaces a connection that broke (a server restart, a network
+	// cut) instead of failing every later write.
+	connect func(context.Context) (*sql.Conn, error)
+
 	// Owned by the run goroutine.
+	txFailed  bool // a transaction (not one op) failed in this batch
 	conn      *sql.Conn
 	stmts     map[string]*sql.Stmt
 	errs      []error
 	seenPrune int64 // unix ms of the last dedup pruning
 
 	stats struct {
-		batches, ops, messages, failed atomic.Uint64
+		batches, ops, messages, failed, fenced atomic.Uint64
 	}
 }
 
-func newWriter(conn *sql.Conn, log *slog.Logger, maxBatch, queueLimit int) *writer {
+func newWriter(conn *sql.Conn, d *dialect, log *slog.Logger, maxBatch, queueLimit int) *writer {
 	return &writer{
 		log:        log,
+		dialect:    d,
 		maxBatch:   max(1, maxBatch),
 		queueLimit: max(1, queueLimit),
 		wake:       make(chan struct{}, 1),
@@ -144,9 +153,10 @@ func (w *writer) close() error {
 	}
 	<-w.stopped
 	var errs []error
-	// Let SQLite refresh planner statistics, as it recommends before closing.
-	if _, err := w.conn.ExecContext(context.Background(), "PRAGMA optimize"); err != nil {
-		errs = append(errs, fmt.Errorf("optimize: %w", err))
+	if w.dialect.optimize != "" {
+		if _, err := w.conn.ExecContext(context.Background(), w.dialect.optimize); err != nil {
+			errs = append(errs, fmt.Errorf("optimize: %w", err))
+		}
 	}
 	for _, st := range w.stmts {
 		errs = append(errs, st.Close())
@@ -168,8 +178,12 @@ func (w *writer) commit(batch []op) {
 	}
 	errs := w.errs[:len(batch)]
 	x := &wtx{w: w, ctx: context.Background()}
+	w.txFailed = false
 	if !w.attempt(x, batch, errs, false) {
 		w.attempt(x, batch, errs, true)
+	}
+	if w.txFailed && w.connect != nil {
+		w.reconnect()
 	}
 	// Stats first: a caller told its outcome sees the batch counted.
 	weight := 0
@@ -177,6 +191,9 @@ func (w *writer) commit(batch []op) {
 		weight += o.weight
 		if errs[i] != nil {
 			w.stats.failed.Add(1)
+			if errors.Is(errs[i], ErrFenced) {
+				w.stats.fenced.Add(1)
+			}
 		}
 	}
 	w.stats.batches.Add(1)
@@ -196,6 +213,7 @@ func (w *writer) attempt(x *wtx, batch []op, errs []error, savepoints bool) bool
 	clear(errs)
 	failAll := func(err error) bool {
 		w.log.Error("write transaction failed", "ops", len(batch), "err", err)
+		w.txFailed = true
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
@@ -204,7 +222,7 @@ func (w *writer) attempt(x *wtx, batch []op, errs []error, savepoints bool) bool
 		return true
 	}
 	x.index = false
-	if _, err := x.exec("BEGIN IMMEDIATE"); err != nil {
+	if _, err := x.exec(w.dialect.begin); err != nil {
 		return failAll(fmt.Errorf("begin write: %w", err))
 	}
 	// A lone op needs no savepoint: undoing the transaction undoes only it.
@@ -237,7 +255,7 @@ func (w *writer) attempt(x *wtx, batch []op, errs []error, savepoints bool) bool
 			return failAll(fmt.Errorf("release savepoint: %w", err))
 		}
 	}
-	if x.index {
+	if x.index && w.dialect.ftsPending {
 		if err := x.indexPending(); err != nil {
 			w.rollback(x)
 			return failAll(err)
@@ -283,6 +301,9 @@ type WriterStats struct {
 	Failed uint64
 	// Queued is the weight waiting in the queue right now.
 	Queued int
+	// Fenced is the number of write calls refused with ErrFenced (a
+	// session's stale activation writing after its lease moved).
+	Fenced uint64
 }
 
 // Stats returns the writer's counters.
@@ -296,6 +317,7 @@ func (s *Store) Stats() WriterStats {
 		Messages: s.w.stats.messages.Load(),
 		Failed:   s.w.stats.failed.Load(),
 		Queued:   q,
+		Fenced:   s.w.stats.fenced.Load(),
 	}
 }
 
@@ -326,7 +348,11 @@ func (x *wtx) stmt(q string) (*sql.Stmt, error) {
 	if st, ok := x.w.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := x.w.conn.PrepareContext(x.ctx, q)
+	sq := q
+	if x.w.dialect.rebind {
+		sq = rebind(q)
+	}
+	st, err := x.w.conn.PrepareContext(x.ctx, sq)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
@@ -340,7 +366,7 @@ func (x *wtx) exec(q string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(x.ctx, args...)
+	return st.ExecContext(x.ctx, x.w.dialect.args(args)...)
 }
 
 // queryRow runs a one-row statement in the transaction and scans it.
@@ -349,7 +375,7 @@ func (x *wtx) queryRow(q string, dest []any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(x.ctx, args...).Scan(dest...)
+	return st.QueryRowContext(x.ctx, x.w.dialect.args(args)...).Scan(dest...)
 }
 
 // query runs a statement in the transaction; the caller closes the rows
@@ -359,7 +385,7 @@ func (x *wtx) query(q string, args ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(x.ctx, args...)
+	return st.QueryContext(x.ctx, x.w.dialect.args(args)...)
 }
 
 // changed runs a statement and returns how many rows it changed.
@@ -369,4 +395,32 @@ func (x *wtx) changed(q string, args ...any) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// reconnectTimeout bounds the check of a write connection after a failed
+// transaction and the opening of its replacement.
+const reconnectTimeout = 5 * time.Second
+
+// reconnect replaces the write connection if it no longer answers. It runs
+// after a transaction failed as a whole, so a healthy connection costs
+// nothing. If no new connection can be made, the old one is kept and the next
+// failing batch tries again.
+func (w *writer) reconnect() {
+	ctx, cancel := context.WithTimeout(context.Background(), reconnectTimeout)
+	defer cancel()
+	if err := w.conn.PingContext(ctx); err == nil {
+		return
+	}
+	conn, err := w.connect(ctx)
+	if err != nil {
+		w.log.Error("write connection lost; reconnect failed", "err", err)
+		return
+	}
+	for _, st := range w.stmts {
+		_ = st.Close()
+	}
+	clear(w.stmts)
+	_ = w.conn.Close()
+	w.conn = conn
+	w.log.Warn("write connection lost; reconnected")
 }

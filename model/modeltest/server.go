@@ -260,6 +260,15 @@ func fromWire(wr wire.Request) model.Request {
 	req := model.Request{Messages: make([]model.Message, 0, len(wr.Messages))}
 	for _, m := range wr.Messages {
 		msg := model.Message{Role: m.Role, Content: m.Content.Text, ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, u := range m.Content.Images {
+			// A URL that is not a data: URL is kept as its text, so a test
+			// sees what arrived rather than nothing.
+			mime, data, ok := wire.ParseDataURL(u)
+			if !ok {
+				mime, data = "text/uri-list", []byte(u)
+			}
+			msg.Images = append(msg.Images, model.Image{MIME: mime, Data: data})
+		}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}

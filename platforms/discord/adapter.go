@@ -36,6 +36,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hermesd/hermesd/keyed"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/retry"
@@ -149,6 +150,9 @@ type Deps struct {
 	// call (status 0: network error) and every 429 (the metrics hooks).
 	OnAPIError    func(status int)
 	OnRateLimited func(retryAfter time.Duration)
+	// Media, if set, downloads image and document attachments (within its
+	// cap) and stores and reads them at accept time; nil only describes them.
+	Media *media.Ingester
 	// Drafts, if set, records the message id of each session's streamed
 	// draft durably, so that a reply resent after a crash edits the draft
 	// instead of posting a second copy; nil keeps it in memory (draft.go).

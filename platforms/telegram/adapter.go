@@ -33,6 +33,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/retry"
@@ -242,6 +243,9 @@ type Deps struct {
 	// HTTPClient carries every call; nil uses a client of the adapter's own.
 	// Its Timeout should be zero: the adapter bounds each call itself.
 	HTTPClient *http.Client
+	// Media, if set, downloads photos and documents (within its cap) and
+	// stores and reads them at accept time; nil only describes them.
+	Media *media.Ingester
 }
 
 // Adapter is the Telegram platform adapter. Create it with New; it is safe

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 )
@@ -72,6 +73,8 @@ type Adapter struct {
 	stopOnce sync.Once
 	ready    chan struct{}
 	readyOne sync.Once
+	// files stores and reads uploaded images and documents (nil: refused).
+	files *media.Ingester
 
 	md      *markdown
 	history History
@@ -92,6 +95,9 @@ type Options struct {
 	// MaxStreamsPerClient bounds the event streams one client IP may hold
 	// open at once; 0 means 32.
 	MaxStreamsPerClient int
+	// Media, if set, takes the files of POST /api/chat (images, documents)
+	// and stores and reads them; nil refuses files.
+	Media *media.Ingester
 	// History reads a chat's conversation for GET /api/chat/{id}/history;
 	// without it the route answers 501.
 	History History
@@ -123,6 +129,7 @@ func New(o Options) *Adapter {
 		maxStreams: o.MaxStreamsPerClient,
 		stopped:    make(chan struct{}),
 		ready:      make(chan struct{}),
+		files:      o.Media,
 		md:         newMarkdown(),
 		history:    o.History,
 		stt:        o.Transcriber,

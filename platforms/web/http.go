@@ -87,6 +87,8 @@ func (a *Adapter) handlePage(w http.ResponseWriter, r *http.Request) {
 type chatRequest struct {
 	Chat string `json:"chat"`
 	Text string `json:"text"`
+	// Files are images and documents sent with the text (uploads.go).
+	Files []upload `json:"files,omitempty"`
 }
 
 // chatResponse is its answer.
@@ -117,12 +119,12 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, a.bodyLimit())
 	var req chatRequest
 	if err := DecodeJSON(r.Body, &req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", a.bodyLimit()))
 			return
 		}
 		WriteError(w, http.StatusBadRequest, "malformed_json", "body must be one JSON object like {\"chat\": \"<id>\", \"text\": \"...\"}: "+err.Error())
@@ -133,18 +135,30 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		WriteError(w, http.StatusBadRequest, "bad_chat", err.Error())
 		return
 	}
-	if strings.TrimSpace(req.Text) == "" {
+	if strings.TrimSpace(req.Text) == "" && len(req.Files) == 0 {
 		WriteError(w, http.StatusBadRequest, "empty_text", "text is empty")
 		return
 	}
-	if replies, ok := a.submit(w, r, s, &messages.UserMessage{Text: req.Text}, timeout); ok {
+	if len(req.Files) > 0 && a.files == nil {
+		WriteError(w, http.StatusBadRequest, "no_files", "this server does not take files")
+		return
+	}
+	if len(req.Files) > maxUploads {
+		WriteError(w, http.StatusBadRequest, "too_many_files", fmt.Sprintf("at most %d files per message", maxUploads))
+		return
+	}
+	um := &messages.UserMessage{Text: req.Text}
+	if err := a.attachUploads(r.Context(), req.Files, um); err != nil {
+		return // the client left
+	}
+	if replies, ok := a.submit(w, r, s, um, timeout); ok {
 		writeJSON(w, http.StatusOK, chatResponse{Replies: replies})
 	}
 }
 
-// submit hands m (its text and voice fields set) to session s and waits
-// for the turn's replies. When it reports false it has answered the
-// request itself: an error, or a timeout with the replies so far.
+// submit hands m (its text, voice fields and attachments set) to session s
+// and waits for the turn's replies. When it reports false it has answered
+// the request itself: an error, or a timeout with the replies so far.
 func (a *Adapter) submit(w http.ResponseWriter, r *http.Request, s messages.Session, m *messages.UserMessage, timeout time.Duration) ([]Reply, bool) {
 	in := a.in.Load()
 	if in == nil {
