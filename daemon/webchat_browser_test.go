@@ -357,3 +357,33 @@ func TestBrowser_ToolBeingRunIsShown(t *testing.T) {
 		t.Fatalf("%d drafts or indicators left after the answer", left)
 	}
 }
+
+// TestBrowser_ReminderIsLabelled: a reminder nobody asked for right then
+// arrives on the page labelled as a reminder, apart from the answers.
+func TestBrowser_ReminderIsLabelled(t *testing.T) {
+	r := start(t, testConfig(t, t.TempDir(), nil), daemon.Options{})
+	ctx := browser(t, 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(r.srv.URL+"/?chat=browser-remind"),
+		chromedp.WaitVisible(chromedp.CSS(`.note`)),
+		chromedp.SendKeys(chromedp.CSS(`#t`), "remind me in 1s to stretch"),
+		chromedp.Click(chromedp.CSS(`#send`)),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.bot.unprompted[data-origin="cron"] .origin`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	label, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.msg.bot.unprompted[data-origin="cron"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := strings.ToLower(label); !strings.HasPrefix(l, "reminder") || !strings.Contains(l, "stretch") {
+		t.Fatalf("the reminder shows as %q", label)
+	}
+	set, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".msg.bot:not(.unprompted) .origin").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set != 0 {
+		t.Fatalf("%d answers to the user carry an origin label", set)
+	}
+}

@@ -84,7 +84,7 @@ function add(cls, text) {
 }
 
 // Why a reply came without being asked for.
-const origins = {cron: "⏰ reminder", background: "background result", review: "memory and skills review"};
+const origins = {cron: "reminder", background: "background result", review: "memory and skills review"};
 
 function show(r, unprompted) {
   const d = bubble("bot" + (unprompted ? " unprompted" : ""));
