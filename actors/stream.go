@@ -162,8 +162,33 @@ func (a *session) streamTurn(c actor.Context, t *turn, voiceIn bool) string {
 		interval = defaultDraftInterval
 	}
 	t.stream = &draftStream{root: c.ActorSystem().Root, session: c.Self(), turn: t.id, interval: interval}
-	// Unique per reply, also across restarts (turn ids start again at 1).
-	return fmt.Sprintf("%x-%d", time.Now().UnixNano(), t.id)
+	return draftID(t.inputs, t.id)
+}
+
+// draftID names a turn's draft. Inputs that were accepted (the store
+// numbered them) name it by their first and last numbers: a turn that runs
+// again after a crash, for the same inputs, streams into the same draft, so
+// a platform that recorded the draft message, or can find it by a nonce
+// (Discord), edits it instead of leaving it behind as a second copy. An
+// interrupt adds an input, and so starts a new draft. Otherwise the id is
+// unique per run (turn ids start again at 1 after a restart).
+func draftID(inputs []*messages.UserMessage, turn uint64) string {
+	first, last := uint64(0), uint64(0)
+	for _, in := range inputs {
+		seq := in.GetInboxSeq()
+		if seq == 0 {
+			first = 0
+			break
+		}
+		if first == 0 || seq < first {
+			first = seq
+		}
+		last = max(last, seq)
+	}
+	if first == 0 {
+		return fmt.Sprintf("%x-%d", time.Now().UnixNano(), turn)
+	}
+	return fmt.Sprintf("in%d-%d", first, last)
 }
 
 // handleDraft forwards the running turn's text so far to the platform.

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -239,12 +241,25 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 		}
 		a.record(ctx, key, nil) // the user deleted it: start a new one
 	}
-	id, err := a.postOnce(ctx, log, ch, messagePayload{Content: text, AllowedMentions: &noPings, Reference: reference(ch, d.GetReplyToId())})
+	// The nonce is the draft's: a turn that runs again after a crash posts
+	// its draft with the same one, and Discord returns the message the run
+	// before created instead of a second copy.
+	p := messagePayload{Content: text, AllowedMentions: &noPings, Reference: reference(ch, d.GetReplyToId()),
+		Nonce: draftNonce(key, d.GetId()), EnforceNonce: true}
+	id, err := a.postOnce(ctx, log, ch, p)
 	if err != nil {
 		return a.draftFailed(ch, err)
 	}
 	a.record(ctx, key, &draftState{id: d.GetId(), msg: id, shown: text, version: d.GetVersion()})
 	return nil
+}
+
+// draftNonce is the nonce of a draft's message, the same for every run of
+// the turn that streams it (Discord accepts up to 25 characters).
+func draftNonce(session, draft string) string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/draft/%s", session, draft)
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // draftFailed holds the channel's drafts after a 429 and reports err.

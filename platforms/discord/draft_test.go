@@ -212,6 +212,25 @@ func TestDraft_ResendAfterCrashEditsTheDraft(t *testing.T) {
 	}
 }
 
+// TestDraft_PostedButNotRecordedIsFoundByItsNonce: killed after Discord
+// created the draft message but before its id was recorded, the run that
+// follows streams the same draft again; the nonce makes Discord hand back
+// the message the run before created, so the channel ends with one copy.
+func TestDraft_PostedButNotRecordedIsFoundByItsNonce(t *testing.T) {
+	srv := discordtest.NewServer(t)
+	s := guildSession("706", "1")
+	// A store that keeps nothing: the record of the first post is lost.
+	showDrafts(t, drafter(t, srv, nil), s, dDraft("in7-7", 1, "ack"))
+	again := drafter(t, srv, &cursors{})
+	showDrafts(t, again, s, dDraft("in7-7", 1, "ack"), dDraft("in7-7", 2, "ack tok"))
+	if _, err := again.Send(context.Background(), s, dFinal("in7-7", "ack tok whole")); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Visible("706"); len(got) != 1 || got[0] != "ack tok whole" {
+		t.Fatalf("the channel shows %q, want one copy of the answer", got)
+	}
+}
+
 // TestDraft_VoiceRepliesAreNotEdits: a voice delivery naming a draft is
 // still one voice message, posted, never an edit.
 func TestDraft_VoiceRepliesAreNotEdits(t *testing.T) {
