@@ -81,6 +81,29 @@ func TestJudge(t *testing.T) {
 			want: "1 answers that name no message"},
 		{name: "Unknown", answers: with(answer{discord, "3001", "ack tok:dc:3001:9", in(2, 0)}), accepted: all,
 			want: "1 answers naming messages nobody sent"},
+		// A Telegram group draft created 200 ms before a kill, its answer
+		// sent as a new message by the next process: the named window.
+		{name: "TelegramDraftLeftByAKill", answers: []answer{{telegram, "5001", "ack", in(0, 9800)}, again(tg1, 1), dc12, tg23},
+			accepted: all, want: "",
+			check: func(t *testing.T, v verdict) {
+				if len(v.leftDrafts) != 1 {
+					t.Errorf("drafts left behind %v, want one", v.leftDrafts)
+				}
+			}},
+		// The same far from any kill is not the window.
+		{name: "TelegramDraftLeftWithoutAKill", answers: []answer{{telegram, "5001", "ack", in(0, 100)}, tg1, dc12, tg23},
+			accepted: all, want: "1 answers that name no message:\n\ttelegram chat 5001 got \"ack\""},
+		// Discord finds a draft by its nonce: one left behind is a failure.
+		{name: "DiscordDraftLeftByAKill", answers: []answer{tg1, {discord, "3001", "ack", in(0, 9800)}, again(dc12, 1), tg23},
+			accepted: all, want: "1 answers that name no message"},
+		// A reply the killed process wrote just before the kill, read by the
+		// fake just after the next process started, then resent by it.
+		{name: "TelegramRepeatReadLate", answers: with(answer{telegram, "5001", tg23.text, in(1, 100)}), accepted: all, want: "",
+			check: func(t *testing.T, v verdict) {
+				if v.duplicates[telegram] != 1 {
+					t.Errorf("telegram duplicates %d, want 1", v.duplicates[telegram])
+				}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -268,6 +268,12 @@ func TestKill9Soak(t *testing.T) {
 	for _, s := range v.duplicateSamples {
 		t.Logf("duplicate: %s", s)
 	}
+	if len(v.leftDrafts) > 0 {
+		t.Logf("Telegram drafts left behind (a group draft created just before a kill, before its id was recorded): %d", len(v.leftDrafts))
+		for _, s := range v.leftDrafts[:min(5, len(v.leftDrafts))] {
+			t.Logf("left draft: %s", s)
+		}
+	}
 	if len(v.notAccepted) > 0 {
 		// When each was sent, between which kills. The gateway loses an
 		// event in two windows: written to a killed process's socket
