@@ -50,6 +50,9 @@ func (rt *Runtime) Sessions(ctx context.Context, search string, offset, limit in
 	}
 	// Each shard lists its matching keys; the page is cut from the merge.
 	var all []SessionInfo
+	if rt.placement != nil {
+		all = rt.grains.list(search) // the sessions this member holds
+	}
 	for _, r := range rt.routers {
 		res, err := rt.sys.Root.RequestFuture(r, &listSessions{Search: search}, timeout).Result()
 		if err != nil {

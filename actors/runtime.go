@@ -55,6 +55,9 @@ type Deps struct {
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
 	Instrument func(kind Kind, p *actor.Props) *actor.Props
+	// Placement, if set, holds the sessions instead of the local routers
+	// (cluster mode, package cluster); nil is single-node.
+	Placement Placement
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -115,6 +118,9 @@ type Runtime struct {
 	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
+	// placement and grains: cluster mode (placement.go).
+	placement Placement
+	grains    grains
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -141,6 +147,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		outboxes:   make(map[messages.Platform]*actor.PID),
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
+		placement: d.Placement,
 	}
 	if rt.instrument == nil {
 		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
@@ -192,6 +199,14 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 	for i := range rt.routers {
 		if rt.routers[i], err = rt.sys.Root.SpawnNamed(routerProps, fmt.Sprintf("sessions-%d", i)); err != nil {
 			return nil, fmt.Errorf("spawn router: %w", err)
+		}
+	}
+	if rt.placement != nil {
+		// A cluster grain is named by the cluster, not by its key: the
+		// placement binds it from its cluster identity.
+		grain := rt.instrument(KindSession, actor.PropsFromProducer(func() actor.Actor { return newSession(rt) }))
+		if err := rt.placement.Start(rt.sys, grain); err != nil {
+			return nil, fmt.Errorf("start cluster: %w", err)
 		}
 	}
 	rt.accepting.Store(true)
@@ -254,6 +269,10 @@ func (rt *Runtime) recoverOwed() {
 		return
 	}
 	rt.log.Info("recovering sessions that owe work", "sessions", len(keys))
+	if rt.placement != nil {
+		rt.recoverOwedPlaced(keys)
+		return
+	}
 	n := rt.cfg.RecoveryConcurrency
 	if n <= 0 {
 		n = 32
@@ -314,6 +333,13 @@ func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 			rt.log.Warn("stop sessions", "err", err)
 		}
 	}
+	if rt.placement != nil {
+		// Leave, then passivate what this member holds: the next message
+		// for each of these sessions activates it on a remaining member.
+		// Leaving shuts the actor system down as well.
+		rt.placement.Stop()
+		rt.passivateGrains()
+	}
 	// Deliveries in flight finish, until ctx ends; then they are cancelled
 	// (they stay unconfirmed in the store and are sent after the restart).
 	for rt.sending.Load() > 0 && ctx.Err() == nil {
@@ -327,7 +353,9 @@ func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	if rt.tts != nil {
 		_ = rt.sys.Root.StopFuture(rt.tts).Wait()
 	}
-	rt.sys.Shutdown()
+	if rt.placement == nil {
+		rt.sys.Shutdown()
+	}
 	return nil
 }
 

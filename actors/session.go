@@ -84,6 +84,13 @@ type session struct {
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
 	approvals approvals
+
+	// Cluster mode (placement.go): acks are the requesters of routed
+	// messages that arrived while loading, answered once loaded;
+	// lastActive and idleTimer drive the session's own passivation.
+	acks       []*actor.PID
+	lastActive time.Time
+	idleTimer  *time.Timer
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -116,6 +123,10 @@ func newSession(rt *Runtime) actor.Actor {
 // Receive dispatches to the current behavior.
 func (a *session) Receive(c actor.Context) {
 	a.rt.fault(KindSession, c)
+	switch c.Message().(type) {
+	case *actor.Stopping, *actor.Restarting:
+		a.grainStopped(c)
+	}
 	a.behavior.Receive(c)
 }
 
@@ -135,6 +146,7 @@ func (a *session) loading(c actor.Context) {
 		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask})
 	case *actor.Stopped, *actor.ReceiveTimeout, *actor.Terminated:
 	default:
+		a.holdAck(c, m)
 		a.stash = append(a.stash, m)
 	}
 }
@@ -159,6 +171,7 @@ func (a *session) loaded(c actor.Context) {
 		a.handleTerminated(c, m)
 	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded:
 	default:
+		a.ack(c, m)
 		a.handle(c, m)
 	}
 }
@@ -203,6 +216,8 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleApprovalExpired(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
+	case *messages.SessionResume, *messages.SessionReset, *idleCheck:
+		a.handleGrain(c, m)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -220,6 +235,9 @@ func (a *session) started(c actor.Context) {
 	a.s = s
 	a.voice, a.busy, a.conv = messages.VoiceOn, a.rt.cfg.DefaultBusy, 1
 	a.rt.obs.SessionStarted(s)
+	if !a.grainStarted(c) {
+		return
+	}
 	a.load(c)
 }
 
@@ -291,6 +309,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	}
 	stash := a.stash
 	a.stash = nil
+	a.grainLoaded(c)
 	for _, msg := range stash {
 		a.handle(c, msg)
 	}

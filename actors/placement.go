@@ -1,0 +1,279 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hermesd/hermesd/messages"
+)
+
+// Placement puts sessions somewhere other than this runtime's own routers:
+// in cluster mode (package cluster) every session is a cluster grain,
+// addressed by its key and activated on whichever member owns the key. Nil
+// in Deps means single-node: sessions are children of the local routers.
+//
+// Only messages/hermes.proto types cross a Placement: what reaches a
+// session from another member is a proto, and what a session needs that is
+// not (a turn, a tool, the TTS actor, the outbox) stays local to the member
+// that holds it.
+type Placement interface {
+	// Start starts placement on sys, with session as the Props of a
+	// session actor (unbound: the placement binds each activation to its
+	// key). It is called once, before any message is routed.
+	Start(sys *actor.ActorSystem, session *actor.Props) error
+	// Deliver routes msg to the session of key and returns once the
+	// session holds it (it answered with *messages.Routed), or with an
+	// error once ctx ends. It retries with its own backoff meanwhile.
+	Deliver(ctx context.Context, key string, msg proto.Message) error
+	// Stop leaves the cluster. Sessions held here are passivated first by
+	// the runtime.
+	Stop()
+}
+
+// route hands msg to the session of key: to its router shard on one node,
+// or through the placement, as a proto, in cluster mode.
+func (rt *Runtime) route(ctx context.Context, key string, msg any) error {
+	if rt.placement == nil {
+		rt.sys.Root.Send(rt.routerOf(key), msg)
+		return nil
+	}
+	var wire proto.Message
+	switch m := msg.(type) {
+	case *resumeSession:
+		wire = &messages.SessionResume{SessionKey: key}
+	case *conversationReset:
+		wire = &messages.SessionReset{Message: m.m, Conversation: m.conv}
+	case proto.Message:
+		wire = m
+	default:
+		return fmt.Errorf("route %T to %s: not a message that crosses members", msg, key)
+	}
+	if err := rt.placement.Deliver(ctx, key, wire); err != nil {
+		return fmt.Errorf("route to session %s: %w", key, err)
+	}
+	return nil
+}
+
+// routeTimeout bounds routing one message when the caller gives no
+// deadline (the scheduler, recovery).
+const routeTimeout = 30 * time.Second
+
+// recoverOwedPlaced is recoverOwed in cluster mode: each owed session is
+// asked to resume wherever it lives, at most RecoveryConcurrency at a time
+// (a session answers once it is loaded and owns its key). Every member does
+// this at start; a session resumed twice has nothing to do the second time.
+func (rt *Runtime) recoverOwedPlaced(keys []string) {
+	n := rt.cfg.RecoveryConcurrency
+	if n <= 0 {
+		n = 32
+	}
+	slots := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, key := range keys {
+		select {
+		case slots <- struct{}{}:
+		case <-rt.ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			ctx, cancel := context.WithTimeout(rt.ctx, routeTimeout)
+			defer cancel()
+			if err := rt.route(ctx, key, &resumeSession{key: key}); err != nil && rt.ctx.Err() == nil {
+				rt.log.Error("resume a session that owes work", "session", key, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// grains are the sessions this member holds in cluster mode, by key: the
+// inspection API lists them and shutdown passivates them.
+type grains struct {
+	mu   sync.Mutex
+	live map[string]*grainInfo
+}
+
+type grainInfo struct {
+	pid  *actor.PID
+	last time.Time
+}
+
+func (g *grains) add(key string, pid *actor.PID) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.live == nil {
+		g.live = make(map[string]*grainInfo)
+	}
+	g.live[key] = &grainInfo{pid: pid, last: time.Now()}
+	return len(g.live)
+}
+
+// remove forgets key if pid still holds it (a newer activation of the same
+// key on this member keeps its entry).
+func (g *grains) remove(key string, pid *actor.PID) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.live[key]; e != nil && e.pid.Equal(pid) {
+		delete(g.live, key)
+	}
+	return len(g.live)
+}
+
+func (g *grains) touch(key string, pid *actor.PID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.live[key]; e != nil && e.pid.Equal(pid) {
+		e.last = time.Now()
+	}
+}
+
+func (g *grains) list(search string) []SessionInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]SessionInfo, 0, len(g.live))
+	for k, e := range g.live {
+		if search != "" && !strings.Contains(k, search) {
+			continue
+		}
+		platform, _, _ := strings.Cut(k, ":")
+		out = append(out, SessionInfo{Key: k, Platform: platform, LastActive: e.last})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func (g *grains) pids() []*actor.PID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*actor.PID, 0, len(g.live))
+	for _, e := range g.live {
+		out = append(out, e.pid)
+	}
+	return out
+}
+
+// passivateGrains stops every session this member holds, waiting for each;
+// their state is in the store, and the next message activates them on a
+// member that is still in the cluster.
+func (rt *Runtime) passivateGrains() {
+	futures := make([]*actor.Future, 0)
+	for _, pid := range rt.grains.pids() {
+		futures = append(futures, rt.sys.Root.PoisonFuture(pid))
+	}
+	for _, f := range futures {
+		if err := f.Wait(); err != nil {
+			rt.log.Warn("passivate session", "err", err)
+		}
+	}
+}
+
+// idleCheck is a grain's own passivation timer: in cluster mode no router
+// sweeps, so each session passivates itself after IdleTimeout with nothing
+// to do.
+type idleCheck struct{}
+
+// isRouted reports whether m is routed to sessions by key in cluster mode:
+// the messages a session acknowledges with *messages.Routed.
+func isRouted(m any) bool {
+	switch m.(type) {
+	case *messages.UserMessage, *messages.ScheduledFire, *messages.SessionResume, *messages.SessionReset:
+		return true
+	}
+	return false
+}
+
+// holdAck remembers, while loading, who waits for a routed message to be
+// taken: the session answers once it is loaded.
+func (a *session) holdAck(c actor.Context, m any) {
+	if a.rt.placement != nil && isRouted(m) && c.Sender() != nil {
+		a.acks = append(a.acks, c.Sender())
+	}
+}
+
+// grainLoaded acknowledges what arrived while loading and starts the idle
+// timer (cluster mode).
+func (a *session) grainLoaded(c actor.Context) {
+	if a.rt.placement == nil {
+		return
+	}
+	for _, pid := range a.acks {
+		c.Send(pid, &messages.Routed{SessionKey: a.s.Key()})
+	}
+	a.acks = nil
+	a.lastActive = time.Now()
+	a.armIdle(c, a.rt.cfg.IdleTimeout)
+}
+
+// ack answers a routed message of a loaded session (cluster mode).
+func (a *session) ack(c actor.Context, m any) {
+	if a.rt.placement == nil || !isRouted(m) {
+		return
+	}
+	a.lastActive = time.Now()
+	a.rt.grains.touch(a.s.Key(), c.Self())
+	if c.Sender() != nil {
+		c.Respond(&messages.Routed{SessionKey: a.s.Key()})
+	}
+}
+
+// grainStarted keeps the member's list of held sessions. It reports false
+// for an activation on a member that is shutting down: the session stops
+// before loading anything (its turns could not run), and the caller,
+// unanswered, retries until the cluster places the key elsewhere.
+func (a *session) grainStarted(c actor.Context) bool {
+	if a.rt.placement == nil {
+		return true
+	}
+	if !a.rt.Accepting() {
+		a.logger().Debug("member shutting down; not activating the session here")
+		c.Stop(c.Self())
+		return false
+	}
+	a.rt.obs.SessionsActive(a.rt.grains.add(a.s.Key(), c.Self()))
+	return true
+}
+
+func (a *session) grainStopped(c actor.Context) {
+	if a.idleTimer != nil {
+		a.idleTimer.Stop()
+	}
+	if a.rt.placement != nil && a.s.Valid() {
+		a.rt.obs.SessionsActive(a.rt.grains.remove(a.s.Key(), c.Self()))
+	}
+}
+
+func (a *session) armIdle(c actor.Context, d time.Duration) {
+	if a.rt.cfg.SweepInterval <= 0 || a.rt.cfg.IdleTimeout <= 0 {
+		return // passivation is off
+	}
+	self, root := c.Self(), c.ActorSystem().Root
+	a.idleTimer = time.AfterFunc(d, func() { root.Send(self, &idleCheck{}) })
+}
+
+// handleGrain handles what only cluster mode routes to a session.
+func (a *session) handleGrain(c actor.Context, msg any) {
+	switch m := msg.(type) {
+	case *messages.SessionResume:
+		// Activation already answers what is owed; nothing more to do.
+	case *messages.SessionReset:
+		a.handleReset(c, &conversationReset{m: m.GetMessage(), conv: m.GetConversation()})
+	case *idleCheck:
+		left := a.rt.cfg.IdleTimeout - time.Since(a.lastActive)
+		if left > 0 || !a.idle(c) || a.sweepBeforeIdle(c) {
+			a.armIdle(c, max(left, a.rt.cfg.SweepInterval))
+			return
+		}
+		a.logger().Debug("session idle; passivating")
+		a.rt.obs.SessionPassivated()
+		c.Stop(c.Self())
+	}
+}

@@ -1,0 +1,370 @@
+package cluster_test
+
+// In-process cluster tests: three runtimes, each with its own actor system,
+// remote endpoint on loopback and the in-memory cluster provider, sharing
+// one in-memory store (the shared store is what PostgreSQL is in
+// production). Run without -race (scripts/test.sh): the pinned cluster
+// library races internally.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
+
+	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/cluster"
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/model"
+	"github.com/hermesd/hermesd/platforms"
+)
+
+// historyModel answers "<text> after <n>", n being how many earlier user
+// messages of the conversation the turn was given: a session that moved
+// and reloaded its history from the store still counts them.
+type historyModel struct{}
+
+func (historyModel) Complete(_ context.Context, req model.Request) (model.Response, error) {
+	users, last := 0, ""
+	for _, m := range req.Messages {
+		if m.Role == "user" {
+			users++
+			last = m.Content
+		}
+	}
+	return model.Response{Message: model.Message{Role: "assistant", Content: fmt.Sprintf("%s after %d", last, users-1)}}, nil
+}
+
+// sent is a delivery one member's platform made.
+type sent struct {
+	member int
+	s      messages.Session
+	d      *messages.Delivery
+}
+
+// platform is the web platform of every member; all members' sends land in
+// one log, tagged with the member that made them.
+type platform struct {
+	mu     sync.Mutex
+	got    []sent
+	notify chan struct{}
+}
+
+func newPlatform() *platform { return &platform{notify: make(chan struct{}, 1)} }
+
+func (p *platform) adapter(member int) platforms.Adapter { return &memberAdapter{p: p, member: member} }
+
+// wait polls the log until ok says so or the deadline passes.
+func (p *platform) wait(t *testing.T, what string, d time.Duration, ok func([]sent) bool) []sent {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		p.mu.Lock()
+		got := append([]sent(nil), p.got...)
+		p.mu.Unlock()
+		if ok(got) {
+			return got
+		}
+		select {
+		case <-p.notify:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; %d deliveries so far", what, len(got))
+		}
+	}
+}
+
+type memberAdapter struct {
+	p      *platform
+	member int
+}
+
+func (a *memberAdapter) Capabilities() messages.Capabilities {
+	return messages.Capabilities{Platform: messages.Web, VoiceFormat: messages.FormatMP3}
+}
+
+func (a *memberAdapter) Run(ctx context.Context, _ platforms.Inbound) error {
+	<-ctx.Done()
+	return nil
+}
+
+func (a *memberAdapter) Send(_ context.Context, s messages.Session, d *messages.Delivery) (*messages.DeliveryReceipt, error) {
+	a.p.mu.Lock()
+	a.p.got = append(a.p.got, sent{member: a.member, s: s, d: d})
+	a.p.mu.Unlock()
+	select {
+	case a.p.notify <- struct{}{}:
+	default:
+	}
+	return &messages.DeliveryReceipt{Seq: d.GetSeq()}, nil
+}
+
+type member struct {
+	rt *actors.Runtime
+	pl *cluster.Placement
+}
+
+type testCluster struct {
+	members []*member
+	store   *actors.Memory
+	plat    *platform
+}
+
+func quietLog() *slog.Logger {
+	if os.Getenv("HERMESD_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startCluster starts n members and waits until each sees all of them.
+func startCluster(t *testing.T, n int, tune func(*actors.Config)) *testCluster {
+	t.Helper()
+	agent := test.NewInMemAgent()
+	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform()}
+	for i := range n {
+		pl, err := cluster.New(cluster.Config{Name: "itest", Bind: "127.0.0.1:0", RequestTimeout: time.Second,
+			Provider: test.NewTestProvider(agent)}, quietLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := actors.DefaultConfig()
+		cfg.SweepInterval = 0
+		if tune != nil {
+			tune(&cfg)
+		}
+		rt, err := actors.Start(cfg, actors.Deps{Log: quietLog().With("member", i), Persist: tc.store, Model: historyModel{},
+			Adapters: []platforms.Adapter{tc.plat.adapter(i)}, Placement: pl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.members = append(tc.members, &member{rt: rt, pl: pl})
+	}
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, m := range tc.members {
+			wg.Go(func() { _ = m.rt.Shutdown(context.Background(), 0) })
+		}
+		wg.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for _, m := range tc.members {
+		for len(m.pl.Members()) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster did not form: member %s sees %v", m.pl.Address(), m.pl.Members())
+			}
+			time.Sleep(20 * time.Millisecond) // polling membership with a deadline
+		}
+	}
+	return tc
+}
+
+func msg(chat, n int) *messages.UserMessage {
+	key := "web:dm:chat" + strconv.Itoa(chat)
+	return &messages.UserMessage{SessionKey: key, MessageId: fmt.Sprintf("c%d-m%d", chat, n), Text: fmt.Sprintf("c%d-m%d", chat, n), SenderId: "u"}
+}
+
+// answersTo returns the deliveries answering message id.
+func answersTo(got []sent, id string) []sent {
+	var out []sent
+	for _, g := range got {
+		for _, a := range g.d.GetAnswers() {
+			if a == id {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}
+
+// holders returns, per session key, the members that list it as live.
+func (tc *testCluster) holders(t *testing.T) map[string][]int {
+	t.Helper()
+	out := map[string][]int{}
+	for i, m := range tc.members {
+		if !m.rt.Accepting() {
+			continue
+		}
+		l, err := m.rt.Sessions(context.Background(), "", 0, 100000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range l.Sessions {
+			out[s.Key] = append(out[s.Key], i)
+		}
+	}
+	return out
+}
+
+// send feeds one message to member i and waits for its answer.
+func (tc *testCluster) send(t *testing.T, i int, m *messages.UserMessage) sent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tc.members[i].rt.Receive(ctx, m); err != nil {
+		t.Fatalf("member %d: receive %s: %v", i, m.GetMessageId(), err)
+	}
+	got := tc.plat.wait(t, "the answer to "+m.GetMessageId(), 10*time.Second, func(got []sent) bool {
+		return len(answersTo(got, m.GetMessageId())) > 0
+	})
+	return answersTo(got, m.GetMessageId())[0]
+}
+
+func TestSessionsAreGrainsAnsweredOnceFromTheMemberThatHoldsThem(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	const chats, rounds = 24, 3
+	var wg sync.WaitGroup
+	errs := make(chan error, chats)
+	for c := range chats {
+		wg.Go(func() {
+			for r := range rounds {
+				m := msg(c, r)
+				// Round-robin over the members: the member that accepts a
+				// message is rarely the one that holds its session.
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := tc.members[(c+r)%3].rt.Receive(ctx, m)
+				cancel()
+				if err != nil {
+					errs <- fmt.Errorf("receive %s: %w", m.GetMessageId(), err)
+					return
+				}
+				tc.plat.wait(t, "answer to "+m.GetMessageId(), 15*time.Second, func(got []sent) bool {
+					return len(answersTo(got, m.GetMessageId())) > 0
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := tc.plat.wait(t, "all answers", 5*time.Second, func(got []sent) bool { return len(got) >= chats*rounds })
+	if len(got) != chats*rounds {
+		t.Fatalf("%d deliveries for %d messages", len(got), chats*rounds)
+	}
+	holders := tc.holders(t)
+	byMember := map[int]int{}
+	for c := range chats {
+		key := "web:dm:chat" + strconv.Itoa(c)
+		h := holders[key]
+		if len(h) != 1 {
+			t.Fatalf("session %s is live on members %v, want exactly one", key, h)
+		}
+		byMember[h[0]]++
+		for r := range rounds {
+			id := fmt.Sprintf("c%d-m%d", c, r)
+			a := answersTo(got, id)
+			if len(a) != 1 {
+				t.Fatalf("%s answered %d times", id, len(a))
+			}
+			// Identity: the reply went into its own chat, with its own
+			// history, from the member that holds the session.
+			if a[0].s.Key() != key {
+				t.Errorf("answer to %s went to %s", id, a[0].s.Key())
+			}
+			if want := fmt.Sprintf("%s after %d", id, r); a[0].d.GetText() != want {
+				t.Errorf("answer to %s = %q, want %q", id, a[0].d.GetText(), want)
+			}
+			if a[0].member != h[0] {
+				t.Errorf("answer to %s sent by member %d, session held by %d", id, a[0].member, h[0])
+			}
+		}
+	}
+	if len(byMember) < 2 {
+		t.Errorf("all %d sessions on one member: %v", chats, byMember)
+	}
+	t.Logf("sessions per member: %v", byMember)
+}
+
+func TestALeavingMembersSessionsAnswerElsewhereWithTheirHistory(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	const chats = 12
+	for c := range chats {
+		tc.send(t, c%3, msg(c, 0))
+	}
+	holders := tc.holders(t)
+	leaving := holders["web:dm:chat0"][0]
+	var moved []int
+	for c := range chats {
+		if holders["web:dm:chat"+strconv.Itoa(c)][0] == leaving {
+			moved = append(moved, c)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := tc.members[leaving].rt.Shutdown(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	left := (leaving + 1) % 3
+	deadline := time.Now().Add(20 * time.Second)
+	for len(tc.members[left].pl.Members()) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d still sees %v", left, tc.members[left].pl.Members())
+		}
+		time.Sleep(20 * time.Millisecond) // polling membership with a deadline
+	}
+	for _, c := range moved {
+		a := tc.send(t, left, msg(c, 1))
+		if a.member == leaving {
+			t.Fatalf("chat %d answered by the member that left", c)
+		}
+		// The moved session loaded its history from the store.
+		if want := fmt.Sprintf("c%d-m1 after 1", c); a.d.GetText() != want {
+			t.Errorf("moved chat %d answered %q, want %q", c, a.d.GetText(), want)
+		}
+	}
+	for key, h := range tc.holders(t) {
+		if len(h) != 1 || h[0] == leaving {
+			t.Errorf("session %s live on %v", key, h)
+		}
+	}
+	t.Logf("%d of %d sessions moved", len(moved), chats)
+}
+
+func TestAnIdleGrainPassivatesItselfAndComesBackWithItsHistory(t *testing.T) {
+	tc := startCluster(t, 2, func(c *actors.Config) {
+		c.IdleTimeout, c.SweepInterval, c.SweepOnIdle = 150*time.Millisecond, 50*time.Millisecond, false
+	})
+	tc.send(t, 0, msg(1, 0))
+	if h := tc.holders(t)["web:dm:chat1"]; len(h) != 1 {
+		t.Fatalf("session held by %v", h)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(tc.holders(t)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("idle session still live: %v", tc.holders(t))
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	a := tc.send(t, 1, msg(1, 1))
+	if want := "c1-m1 after 1"; a.d.GetText() != want {
+		t.Fatalf("reactivated session answered %q, want %q", a.d.GetText(), want)
+	}
+}
+
+func TestDeliverToAKeyThatIsNotASessionFails(t *testing.T) {
+	tc := startCluster(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	err := tc.members[0].pl.Deliver(ctx, "not a key", &messages.SessionResume{SessionKey: "not a key"})
+	if err == nil {
+		t.Fatal("a grain without a session identity took a message")
+	}
+	if !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("err = %v, want the deadline", err)
+	}
+	if h := tc.holders(t); len(h) != 0 {
+		t.Errorf("live sessions: %v", h)
+	}
+	// A malformed key never reaches the cluster through ingress.
+	if err := tc.members[1].rt.Receive(context.Background(), &messages.UserMessage{SessionKey: "web:dm:", Text: "x"}); err == nil {
+		t.Error("ingress routed a malformed key")
+	}
+}
