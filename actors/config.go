@@ -56,6 +56,11 @@ type Config struct {
 	// RouterShards is how many router actors share the session keys; 0
 	// means one per CPU.
 	RouterShards int
+	// LeaseTTL is how long a session's lease lasts unrenewed (cluster mode
+	// with leases); it is renewed every third of it. MemberID names this
+	// member in lease owners.
+	LeaseTTL time.Duration
+	MemberID string
 }
 
 // DefaultConfig returns the defaults used by the daemon.

@@ -213,16 +213,30 @@ func (a *session) grainLoaded(c actor.Context) {
 	a.armIdle(c, a.rt.cfg.IdleTimeout)
 }
 
-// ack answers a routed message of a loaded session (cluster mode).
-func (a *session) ack(c actor.Context, m any) {
+// ack answers a routed message of a loaded session (cluster mode). It
+// reports false when the session must not handle m: it no longer holds its
+// lease and is stopping.
+func (a *session) ack(c actor.Context, m any) bool {
+	if a.fenced {
+		return false
+	}
 	if a.rt.placement == nil || !isRouted(m) {
-		return
+		return true
+	}
+	if !a.holdsLease() {
+		// Unacknowledged: the caller retries, and the next owner loads the
+		// message as pending.
+		a.logger().Warn("session lease about to lapse; stopping")
+		a.rt.obs.LeaseLost(a.s, "expired")
+		a.stopFenced(c)
+		return false
 	}
 	a.lastActive = time.Now()
 	a.rt.grains.touch(a.s.Key(), c.Self())
 	if c.Sender() != nil {
 		c.Respond(&messages.Routed{SessionKey: a.s.Key()})
 	}
+	return true
 }
 
 // grainStarted keeps the member's list of held sessions. It reports false

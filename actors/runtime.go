@@ -58,6 +58,8 @@ type Deps struct {
 	// Placement, if set, holds the sessions instead of the local routers
 	// (cluster mode, package cluster); nil is single-node.
 	Placement Placement
+	// Leases, with Placement, fences each session (lease.go).
+	Leases Leases
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -87,7 +89,7 @@ type Runtime struct {
 	model   model.Completer
 	tools   *tools.Registry
 	guard   *identity.Guard
-	obs     Observer
+	obs     counting
 
 	adapters map[messages.Platform]platforms.Adapter
 	outboxes map[messages.Platform]*actor.PID
@@ -121,6 +123,7 @@ type Runtime struct {
 	// placement and grains: cluster mode (placement.go).
 	placement Placement
 	grains    grains
+	leases    Leases
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -147,7 +150,10 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		outboxes:   make(map[messages.Platform]*actor.PID),
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
-		placement: d.Placement,
+		placement: d.Placement, leases: d.Leases,
+	}
+	if rt.leased() && rt.cfg.LeaseTTL <= 0 {
+		return nil, errors.New("actors: leases need a positive LeaseTTL")
 	}
 	if rt.instrument == nil {
 		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }

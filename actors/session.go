@@ -91,6 +91,12 @@ type session struct {
 	acks       []*actor.PID
 	lastActive time.Time
 	idleTimer  *time.Timer
+	// fence is the lease this activation holds (lease.go), valid until
+	// leaseUntil unless renewed; fenced once it lost it.
+	fence      Fence
+	leaseUntil time.Time
+	stopRenew  func()
+	fenced     bool
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -126,6 +132,13 @@ func (a *session) Receive(c actor.Context) {
 	switch c.Message().(type) {
 	case *actor.Stopping, *actor.Restarting:
 		a.grainStopped(c)
+		a.releaseLease()
+	case *renewLease:
+		a.handleRenew(c)
+		return
+	case *leaseRenewed:
+		a.handleRenewed(c, c.Message().(*leaseRenewed))
+		return
 	}
 	a.behavior.Receive(c)
 }
@@ -140,6 +153,8 @@ func (a *session) loading(c actor.Context) {
 		if m.id == a.loadID {
 			a.handleLoaded(c, m)
 		}
+	case *leaseClaimed:
+		a.handleClaimed(c, m)
 	case *actor.Stopping, *actor.Restarting:
 		a.stopping()
 	case *passivate:
@@ -169,10 +184,11 @@ func (a *session) loaded(c actor.Context) {
 		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask, ok: ok})
 	case *actor.Terminated:
 		a.handleTerminated(c, m)
-	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded:
+	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded, *leaseClaimed:
 	default:
-		a.ack(c, m)
-		a.handle(c, m)
+		if a.ack(c, m) {
+			a.handle(c, m)
+		}
 	}
 }
 
@@ -236,6 +252,10 @@ func (a *session) started(c actor.Context) {
 	a.voice, a.busy, a.conv = messages.VoiceOn, a.rt.cfg.DefaultBusy, 1
 	a.rt.obs.SessionStarted(s)
 	if !a.grainStarted(c) {
+		return
+	}
+	if a.rt.leased() {
+		a.claim(c) // loads once the lease is ours
 		return
 	}
 	a.load(c)
@@ -683,6 +703,7 @@ func (a *session) settle(c actor.Context, st Settlement) {
 	if st.Conversation == 0 {
 		st.Conversation = a.conv
 	}
+	st.Fence = a.fence
 	a.settling++
 	self, root := c.Self(), c.ActorSystem().Root
 	a.rt.persist.Settle(a.s, st, func(err error) {
@@ -692,6 +713,14 @@ func (a *session) settle(c actor.Context, st Settlement) {
 
 func (a *session) handleSettled(c actor.Context, m *settled) {
 	a.settling = max(0, a.settling-1) // a report from before a restart counts nothing
+	if errors.Is(m.err, ErrFenced) {
+		// Another member owns the session now: it sends what this one
+		// recorded before; this one sends nothing more.
+		a.logger().Warn("session fenced off: another member owns it now; stopping", "err", m.err)
+		a.rt.obs.LeaseLost(a.s, "fenced")
+		a.stopFenced(c)
+		return
+	}
 	if m.err != nil {
 		// The replies still go: losing the user's answer because the disk
 		// is full would be worse; the inputs stay pending in the store.

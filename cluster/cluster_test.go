@@ -28,15 +28,31 @@ import (
 
 // historyModel answers "<text> after <n>", n being how many earlier user
 // messages of the conversation the turn was given: a session that moved
-// and reloaded its history from the store still counts them.
-type historyModel struct{}
+// and reloaded its history from the store still counts them. A message
+// containing "hold" waits, once it has said so on entered, until gate is
+// closed.
+type historyModel struct {
+	entered chan string
+	gate    chan struct{}
+}
 
-func (historyModel) Complete(_ context.Context, req model.Request) (model.Response, error) {
+func (h historyModel) Complete(ctx context.Context, req model.Request) (model.Response, error) {
 	users, last := 0, ""
 	for _, m := range req.Messages {
 		if m.Role == "user" {
 			users++
 			last = m.Content
+		}
+	}
+	if strings.Contains(last, "hold") && h.gate != nil {
+		select {
+		case h.entered <- last:
+		default:
+		}
+		select {
+		case <-h.gate:
+		case <-ctx.Done():
+			return model.Response{}, ctx.Err()
 		}
 	}
 	return model.Response{Message: model.Message{Role: "assistant", Content: fmt.Sprintf("%s after %d", last, users-1)}}, nil
@@ -113,7 +129,36 @@ type member struct {
 type testCluster struct {
 	members []*member
 	store   *actors.Memory
+	leases  *flakyLeases
 	plat    *platform
+	model   historyModel
+}
+
+// flakyLeases are the shared store's leases, with renewals that a test can
+// make fail for one key (the store unreachable from that session's member).
+type flakyLeases struct {
+	*actors.Memory
+	mu      sync.Mutex
+	failing map[string]bool
+}
+
+func (l *flakyLeases) Renew(ctx context.Context, key string, f actors.Fence, ttl time.Duration) error {
+	l.mu.Lock()
+	fail := l.failing[key]
+	l.mu.Unlock()
+	if fail {
+		return fmt.Errorf("renew lease %s: store unreachable", key)
+	}
+	return l.Memory.Renew(ctx, key, f, ttl)
+}
+
+func (l *flakyLeases) failRenewals(key string, fail bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing == nil {
+		l.failing = map[string]bool{}
+	}
+	l.failing[key] = fail
 }
 
 func quietLog() *slog.Logger {
@@ -127,7 +172,9 @@ func quietLog() *slog.Logger {
 func startCluster(t *testing.T, n int, tune func(*actors.Config)) *testCluster {
 	t.Helper()
 	agent := test.NewInMemAgent()
-	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform()}
+	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform(),
+		model: historyModel{entered: make(chan string, 1), gate: make(chan struct{})}}
+	tc.leases = &flakyLeases{Memory: tc.store}
 	for i := range n {
 		pl, err := cluster.New(cluster.Config{Name: "itest", Bind: "127.0.0.1:0", RequestTimeout: time.Second,
 			Provider: test.NewTestProvider(agent)}, quietLog())
@@ -136,11 +183,12 @@ func startCluster(t *testing.T, n int, tune func(*actors.Config)) *testCluster {
 		}
 		cfg := actors.DefaultConfig()
 		cfg.SweepInterval = 0
+		cfg.LeaseTTL, cfg.MemberID = 3*time.Second, "m"+strconv.Itoa(i)
 		if tune != nil {
 			tune(&cfg)
 		}
-		rt, err := actors.Start(cfg, actors.Deps{Log: quietLog().With("member", i), Persist: tc.store, Model: historyModel{},
-			Adapters: []platforms.Adapter{tc.plat.adapter(i)}, Placement: pl})
+		rt, err := actors.Start(cfg, actors.Deps{Log: quietLog().With("member", i), Persist: tc.store, Model: tc.model,
+			Adapters: []platforms.Adapter{tc.plat.adapter(i)}, Placement: pl, Leases: tc.leases})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,6 +306,10 @@ func TestSessionsAreGrainsAnsweredOnceFromTheMemberThatHoldsThem(t *testing.T) {
 			t.Fatalf("session %s is live on members %v, want exactly one", key, h)
 		}
 		byMember[h[0]]++
+		// The holder holds the session's lease.
+		if owner, epoch, held := tc.store.LeaseOf(key); !held || !strings.HasPrefix(owner, fmt.Sprintf("m%d/", h[0])) || epoch != 1 {
+			t.Errorf("session %s on member %d: lease owner %q epoch %d held %v", key, h[0], owner, epoch, held)
+		}
 		for r := range rounds {
 			id := fmt.Sprintf("c%d-m%d", c, r)
 			a := answersTo(got, id)
@@ -367,4 +419,90 @@ func TestDeliverToAKeyThatIsNotASessionFails(t *testing.T) {
 	if err := tc.members[1].rt.Receive(context.Background(), &messages.UserMessage{SessionKey: "web:dm:", Text: "x"}); err == nil {
 		t.Error("ingress routed a malformed key")
 	}
+}
+
+// A session whose lease another owner took while its turn ran records
+// nothing and sends nothing (its settlement is fenced); the new owner
+// answers the message once.
+func TestAFencedSessionSendsNothingAndTheNextOwnerAnswersOnce(t *testing.T) {
+	tc := startCluster(t, 2, nil)
+	tc.send(t, 0, msg(1, 0))
+	key := "web:dm:chat1"
+	holder := tc.holders(t)[key][0]
+	held := &messages.UserMessage{SessionKey: key, MessageId: "held", Text: "hold this", SenderId: "u"}
+	if err := tc.members[1-holder].rt.Receive(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tc.model.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn never reached the model")
+	}
+	// Another owner takes the lease (as a second activation elsewhere
+	// would) while the turn runs.
+	owner, epoch, _ := tc.store.LeaseOf(key)
+	if err := tc.store.Release(context.Background(), key, actors.Fence{Owner: owner, Epoch: epoch}); err != nil {
+		t.Fatal(err)
+	}
+	stolen, err := tc.store.Claim(context.Background(), key, "intruder", time.Minute)
+	if err != nil || stolen != epoch+1 {
+		t.Fatalf("claim: epoch %d, %v", stolen, err)
+	}
+	close(tc.model.gate)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(tc.holders(t)[key]) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the fenced session is still live")
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	tc.plat.mu.Lock()
+	stale := answersTo(tc.plat.got, "held")
+	tc.plat.mu.Unlock()
+	if len(stale) != 0 {
+		t.Fatalf("the fenced session sent %q", stale[0].d.GetText())
+	}
+	// The intruder goes away; the next activation claims the next epoch
+	// and answers the held message, once, and the new one.
+	if err := tc.store.Release(context.Background(), key, actors.Fence{Owner: "intruder", Epoch: stolen}); err != nil {
+		t.Fatal(err)
+	}
+	a := tc.send(t, 0, msg(1, 1))
+	if a.d.GetText() == "" {
+		t.Fatal("empty answer")
+	}
+	got := tc.plat.wait(t, "the held message answered", 10*time.Second, func(got []sent) bool { return len(answersTo(got, "held")) > 0 })
+	if n := len(answersTo(got, "held")); n != 1 {
+		t.Fatalf("held message answered %d times", n)
+	}
+	if _, e, held := tc.store.LeaseOf(key); !held || e != stolen+1 {
+		t.Errorf("lease epoch %d held %v, want %d held", e, held, stolen+1)
+	}
+}
+
+// A session whose renewals fail stops before its lease lapses; a message
+// for it is then answered by a new activation once the lease expired.
+func TestASessionThatCannotRenewStopsAndItsKeyComesBackAfterExpiry(t *testing.T) {
+	tc := startCluster(t, 2, nil)
+	key := "web:dm:chat2"
+	tc.send(t, 0, msg(2, 0))
+	_, epoch, _ := tc.store.LeaseOf(key)
+	tc.leases.failRenewals(key, true)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(tc.holders(t)[key]) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a session that cannot renew its lease is still live")
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	tc.leases.failRenewals(key, false)
+	start := time.Now()
+	a := tc.send(t, 1, msg(2, 1))
+	if want := "c2-m1 after 1"; a.d.GetText() != want {
+		t.Fatalf("answer %q, want %q", a.d.GetText(), want)
+	}
+	if _, e, _ := tc.store.LeaseOf(key); e != epoch+1 {
+		t.Errorf("epoch %d after the lapse, want %d", e, epoch+1)
+	}
+	t.Logf("answered %v after the session stopped", time.Since(start).Round(time.Millisecond))
 }
