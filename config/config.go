@@ -95,6 +95,9 @@ type Config struct {
 
 	// Tools are the settings of the tools that act (config/tools.go).
 	Tools Tools
+
+	// Cluster are the settings of cluster mode (config/cluster.go).
+	Cluster Cluster
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -149,7 +152,7 @@ var keys = append([]struct {
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
-}, toolKeys...)
+}, append(toolKeys, clusterKeys...)...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
 // HERMES_HOME/.env, then the environment through lookup (os.LookupEnv in the
@@ -442,6 +445,7 @@ func parse(v map[string]string) (Config, error) {
 		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
 	}
 	c.Tools = parseTools(v, bad)
+	c.Cluster = parseCluster(v, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"
 	}
