@@ -2,12 +2,19 @@
 # Installs the system packages hermesd needs, or says exactly what is missing.
 #   scripts/deps.sh run    what the daemon uses (speech)
 #   scripts/deps.sh test   that, plus what the tests use (opusinfo, chromium, protoc,
-#                          bwrap: the terminal tool's sandbox, optional when running)
+#                          bwrap: the terminal tool's sandbox, optional when running;
+#                          postgresql: store/pgtest's throwaway servers)
 set -euo pipefail
 
 want=(espeak-ng:espeak-ng lame:lame)
 if [[ "${1:-run}" == "test" ]]; then
 	want+=(opusinfo:opus-tools opusenc:opus-tools chromium:chromium protoc:protobuf-compiler bwrap:bubblewrap)
+	# Debian keeps PostgreSQL's server binaries off PATH: look where pg_config says.
+	if command -v pg_config >/dev/null 2>&1 && [[ -x "$(pg_config --bindir)/initdb" ]]; then
+		:
+	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+		want+=(initdb:postgresql)
+	fi
 fi
 
 missing=()

@@ -14,7 +14,11 @@ import (
 // database meanwhile is neither blocked nor torn (WAL readers see one
 // snapshot). It opens its own read-only connection and needs no Store, so
 // `hermesd backup` can run beside a running daemon. dest must not exist.
+// A PostgreSQL database is refused: back it up with pg_dump.
 func Backup(ctx context.Context, dbPath, dest string) error {
+	if IsPostgresURL(dbPath) {
+		return fmt.Errorf("backup: %w", ErrBackupPostgres)
+	}
 	if _, err := os.Stat(dbPath); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}

@@ -38,3 +38,17 @@ var ErrPairingExpired = errors.New("pairing code expired")
 // ErrPairingLocked is returned by ApprovePairing while a platform is locked
 // out after too many failed attempts; even a correct code is refused.
 var ErrPairingLocked = errors.New("pairing locked after too many failed attempts")
+
+// ErrFenced is returned by a write made under a Fence that no longer holds
+// the session's lease (another member claimed it since), and by RenewLease
+// and ReleaseLease of a lost lease. The write changed nothing; the session
+// that made it must stop, since another activation owns it now.
+var ErrFenced = errors.New("fenced: lease lost")
+
+// ErrLeaseHeld is returned by ClaimLease while another owner holds the
+// lease.
+var ErrLeaseHeld = errors.New("lease held by another owner")
+
+// ErrBackupPostgres is returned by Backup for a PostgreSQL database, which
+// has its own tools.
+var ErrBackupPostgres = errors.New("hermesd backup copies a SQLite database only: back up PostgreSQL with pg_dump")

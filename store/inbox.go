@@ -43,15 +43,15 @@ func (s *Store) Accept(ctx context.Context, key string, m *messages.UserMessage)
 	}
 	now := ms(s.now())
 	var seq int64
-	err = s.write(ctx, 1, func(x *wtx) error {
+	err = s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		if err := insert(x); err != nil {
 			return err
 		}
 		// last_insert_rowid is the history row: the FTS trigger's own insert
 		// does not outlive the trigger.
 		return x.queryRow(`INSERT INTO inbox(session_key, message_id, message, envelope, received)
-			VALUES (?, ?, last_insert_rowid(), ?, ?) RETURNING seq`, []any{&seq}, key, m.GetMessageId(), env, now)
-	})
+			VALUES (?, ?, `+x.w.dialect.lastMessageID+`, ?, ?) RETURNING seq`, []any{&seq}, key, m.GetMessageId(), env, now)
+	}))
 	if err != nil {
 		return 0, fmt.Errorf("accept message %q for %s: %w", m.GetMessageId(), key, err)
 	}
@@ -133,6 +133,10 @@ type Settlement struct {
 	// Replies are queued in the outbox in order. Settle sets each one's Seq
 	// (the next of the session's outbox) and IdempotencyKey.
 	Replies []*messages.Delivery
+	// Fence, when not zero, makes the settlement conditional on the
+	// session's lease: a stale fence fails it with ErrFenced and nothing of
+	// it is written.
+	Fence Fence
 }
 
 // Settle queues st and returns at once; done is called exactly once, on the
@@ -174,6 +178,9 @@ func (s *Store) Settle(st Settlement, done func(error)) {
 	}
 	now := ms(s.now())
 	fn := func(x *wtx) error {
+		if err := x.checkFence(st.Key, st.Fence); err != nil {
+			return err
+		}
 		for _, seq := range st.Inputs {
 			if _, err := x.exec(`UPDATE inbox SET outcome = ?, settled = ? WHERE seq = ? AND session_key = ? AND outcome = ''`,
 				string(st.Outcome), now, int64(seq), st.Key); err != nil {
@@ -200,7 +207,7 @@ func (s *Store) Settle(st Settlement, done func(error)) {
 			if err != nil {
 				return fmt.Errorf("encode reply: %w", err)
 			}
-			if _, err := x.exec(`INSERT INTO outbox(session_key, seq, delivery, created) VALUES (?, ?, ?, ?)`, st.Key, last, b, now); err != nil {
+			if _, err := x.exec(`INSERT INTO outbox(session_key, seq, delivery, created, epoch) VALUES (?, ?, ?, ?, ?)`, st.Key, last, b, now, int64(st.Fence.Epoch)); err != nil {
 				return fmt.Errorf("queue reply %d: %w", last, err)
 			}
 		}
@@ -252,11 +259,11 @@ func (s *Store) MarkDelivered(ctx context.Context, key string, seq uint64, platf
 		return fmt.Errorf("mark delivered %d of %s: %w", seq, key, err)
 	}
 	now := ms(s.now())
-	err = s.write(ctx, 1, func(x *wtx) error {
+	err = s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		_, err := x.exec(`UPDATE outbox SET delivered = ?, receipt = ?, delivery = NULL WHERE session_key = ? AND seq = ? AND delivered IS NULL`,
 			now, ids, key, int64(seq))
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("mark delivered %d of %s: %w", seq, key, err)
 	}
@@ -284,7 +291,7 @@ func (s *Store) Owed(ctx context.Context) ([]string, error) {
 			SELECT session_key, MIN(received) AS since FROM inbox WHERE outcome = '' GROUP BY session_key
 			UNION ALL
 			SELECT session_key, MIN(created) AS since FROM outbox WHERE delivered IS NULL GROUP BY session_key
-		) GROUP BY session_key ORDER BY MIN(since), session_key`)
+		) AS owed GROUP BY session_key ORDER BY MIN(since), session_key`)
 	if err != nil {
 		return nil, fmt.Errorf("sessions owing work: %w", err)
 	}

@@ -20,8 +20,12 @@ func settle(t *testing.T, s *store.Store, st store.Settlement) {
 }
 
 func TestInbox_AcceptKeepsTheWholeEnvelopeUntilSettled(t *testing.T) {
+	forEachBackend(t, testInbox_AcceptKeepsTheWholeEnvelopeUntilSettled)
+}
+
+func testInbox_AcceptKeepsTheWholeEnvelopeUntilSettled(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	s := mustOpen(t, path)
 	const key = "telegram:group:-5:u7"
 	first := &messages.UserMessage{SessionKey: key, MessageId: "10", SenderId: "7", SenderName: "Ann", Text: "hello", FromVoice: true,
@@ -99,8 +103,12 @@ func TestInbox_AcceptKeepsTheWholeEnvelopeUntilSettled(t *testing.T) {
 }
 
 func TestInbox_SettleNamesItsConversation(t *testing.T) {
+	forEachBackend(t, testInbox_SettleNamesItsConversation)
+}
+
+func testInbox_SettleNamesItsConversation(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	const key = "web:dm:a"
 	seq, err := s.Accept(ctx, key, &messages.UserMessage{SessionKey: key, MessageId: "1", Text: "old question"})
 	if err != nil {

@@ -57,7 +57,7 @@ func (s *Store) PutJob(ctx context.Context, j Job) error {
 	if j.Created.IsZero() {
 		j.Created = s.now()
 	}
-	err := s.write(ctx, 1, func(x *wtx) error {
+	err := s.write(ctx, 1, fenced(ctx, j.SessionKey, func(x *wtx) error {
 		n, err := x.changed(`INSERT INTO jobs(`+jobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT(id) DO UPDATE SET schedule = excluded.schedule, prompt = excluded.prompt,
 				next_run = excluded.next_run, last_run = excluded.last_run, once = excluded.once,
@@ -68,7 +68,7 @@ func (s *Store) PutJob(ctx context.Context, j Job) error {
 			err = fmt.Errorf("%w: job id is taken by another session", ErrNotFound)
 		}
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("put job %q of %s: %w", j.ID, j.SessionKey, err)
 	}
@@ -78,13 +78,13 @@ func (s *Store) PutJob(ctx context.Context, j Job) error {
 // RemoveJob deletes the job id of session key (ErrNotFound if that session
 // has no such job).
 func (s *Store) RemoveJob(ctx context.Context, key, id string) error {
-	err := s.write(ctx, 1, func(x *wtx) error {
+	err := s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		n, err := x.changed(`DELETE FROM jobs WHERE id = ? AND session_key = ?`, id, key)
 		if err == nil && n == 0 {
 			err = ErrNotFound
 		}
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("remove job %q of %s: %w", id, key, err)
 	}
@@ -140,7 +140,7 @@ func (s *Store) MarkJobRun(ctx context.Context, id string, ranAt time.Time, next
 	err := s.write(ctx, 1, func(x *wtx) error {
 		var once, enabled bool
 		var due sql.NullInt64
-		err := x.queryRow(`SELECT once, enabled, next_run FROM jobs WHERE id = ?`, []any{&once, &enabled, &due}, id)
+		err := x.queryRow(`SELECT once, enabled, next_run FROM jobs WHERE id = ?`+x.w.dialect.forUpdate, []any{&once, &enabled, &due}, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -154,7 +154,7 @@ func (s *Store) MarkJobRun(ctx context.Context, id string, ranAt time.Time, next
 		case once:
 			_, err = x.exec(`DELETE FROM jobs WHERE id = ?`, id)
 		case next == nil:
-			_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = NULL, enabled = 0 WHERE id = ?`, ms(ranAt), id)
+			_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = NULL, enabled = FALSE WHERE id = ?`, ms(ranAt), id)
 		default:
 			_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = ? WHERE id = ?`, ms(ranAt), ms(*next), id)
 		}
@@ -176,8 +176,10 @@ func (s *Store) ClaimDueJobs(ctx context.Context, now time.Time, next func(Job) 
 	var claimed []Job
 	err := s.write(ctx, 1, func(x *wtx) error {
 		claimed = claimed[:0]
+		// On PostgreSQL another member's scheduler may be claiming too: rows
+		// it locked are skipped (they are its claims), never claimed twice.
 		rows, err := x.query(`SELECT `+jobColumns+` FROM jobs
-			WHERE enabled AND next_run IS NOT NULL AND next_run <= ? ORDER BY next_run, id`, ms(now))
+			WHERE enabled AND next_run IS NOT NULL AND next_run <= ? ORDER BY next_run, id`+x.w.dialect.skipLocked, ms(now))
 		if err != nil {
 			return err
 		}
@@ -204,7 +206,7 @@ func (s *Store) ClaimDueJobs(ctx context.Context, now time.Time, next func(Job) 
 			case j.Once:
 				_, err = x.exec(`DELETE FROM jobs WHERE id = ?`, j.ID)
 			case n == nil:
-				_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = NULL, enabled = 0 WHERE id = ?`, ms(now), j.ID)
+				_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = NULL, enabled = FALSE WHERE id = ?`, ms(now), j.ID)
 			default:
 				_, err = x.exec(`UPDATE jobs SET last_run = ?, next_run = ? WHERE id = ?`, ms(now), ms(*n), j.ID)
 			}

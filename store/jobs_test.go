@@ -13,8 +13,12 @@ import (
 // a one-shot job fires exactly once, even if the daemon restarts after
 // firing it and sees the same due time again.
 func TestJobs_OneShotFiresOnceAcrossRestart(t *testing.T) {
+	forEachBackend(t, testJobs_OneShotFiresOnceAcrossRestart)
+}
+
+func testJobs_OneShotFiresOnceAcrossRestart(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	s := mustOpen(t, path)
 	job := store.Job{ID: "remind-1", SessionKey: "telegram:dm:1", Schedule: "in 5m", Prompt: "stretch", NextRun: now, Once: true}
@@ -58,9 +62,11 @@ func TestJobs_OneShotFiresOnceAcrossRestart(t *testing.T) {
 	}
 }
 
-func TestJobs_RecurringAndScoped(t *testing.T) {
+func TestJobs_RecurringAndScoped(t *testing.T) { forEachBackend(t, testJobs_RecurringAndScoped) }
+
+func testJobs_RecurringAndScoped(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
 	const key = "discord:thread:1:2"
 	j := store.Job{ID: "daily", SessionKey: key, Schedule: "0 8 * * *", Prompt: "news", NextRun: t0}
@@ -110,8 +116,12 @@ func TestJobs_RecurringAndScoped(t *testing.T) {
 // a one-shot job is gone, a recurring one moves on, a job not yet due stays,
 // and a second claim of the same moment finds nothing.
 func TestJobs_ClaimDueJobsClaimsEachOccurrenceOnce(t *testing.T) {
+	forEachBackend(t, testJobs_ClaimDueJobsClaimsEachOccurrenceOnce)
+}
+
+func testJobs_ClaimDueJobsClaimsEachOccurrenceOnce(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	for _, j := range []store.Job{
 		{ID: "once", SessionKey: "telegram:dm:1", Schedule: "in 5m", Prompt: "a", NextRun: now.Add(-time.Minute), Once: true},

@@ -126,13 +126,12 @@ func (s *Store) Memories(ctx context.Context, scopes ...string) ([]Memory, error
 	if len(scopes) == 0 {
 		return nil, nil
 	}
-	// json_each keeps one prepared statement for any number of scopes.
 	list, err := jsonText(scopes)
 	if err != nil {
 		return nil, fmt.Errorf("memories: %w", err)
 	}
 	rows, err := s.query(ctx, `SELECT id, scope, content, created, updated FROM memories
-		WHERE scope IN (SELECT value FROM json_each(?)) ORDER BY id`, list)
+		WHERE scope IN (`+s.d.inList+`) ORDER BY id`, list)
 	if err != nil {
 		return nil, fmt.Errorf("memories of %v: %w", scopes, err)
 	}

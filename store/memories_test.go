@@ -8,9 +8,11 @@ import (
 	"github.com/hermesd/hermesd/store"
 )
 
-func TestMemories_CRUD(t *testing.T) {
+func TestMemories_CRUD(t *testing.T) { forEachBackend(t, testMemories_CRUD) }
+
+func testMemories_CRUD(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	s := mustOpen(t, path)
 	alice := store.UserScope("telegram", "1")
 	bob := store.UserScope("telegram", "2")

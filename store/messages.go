@@ -76,6 +76,12 @@ func (s *Store) Append(ctx context.Context, msgs ...Message) error {
 	if err != nil {
 		return fmt.Errorf("append: %w", err)
 	}
+	// A fence covers every session the messages belong to (almost always one).
+	for i, m := range msgs {
+		if i == 0 || m.SessionKey != msgs[i-1].SessionKey {
+			fn = fenced(ctx, m.SessionKey, fn)
+		}
+	}
 	if err := s.write(ctx, len(msgs), fn); err != nil {
 		return fmt.Errorf("append %d messages to %s: %w", len(msgs), msgs[0].SessionKey, err)
 	}
@@ -158,10 +164,7 @@ func (s *Store) appendOp(msgs []Message) (opFunc, error) {
 		x.index = true
 		for i := range deltas {
 			d := &deltas[i]
-			err := x.queryRow(`INSERT INTO sessions(key, platform, created, last_active, turns) VALUES (?1, ?2, ?3, ?3, ?4)
-				ON CONFLICT(key) DO UPDATE SET turns = turns + excluded.turns,
-				last_active = max(last_active, excluded.last_active)
-				RETURNING conversation`, []any{&d.conv}, d.key, d.platform, d.active, d.turns)
+			err := x.queryRow(x.w.dialect.sessionUpsert, []any{&d.conv}, d.key, d.platform, d.active, d.turns)
 			if err != nil {
 				return fmt.Errorf("update session %s: %w", d.key, err)
 			}
@@ -200,13 +203,14 @@ func (s *Store) History(ctx context.Context, key string, limit int) ([]Message, 
 	if _, err := parseKey(key); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
+	var lim any = limit
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		lim = s.d.noLimit
 	}
 	rows, err := s.query(ctx, `SELECT `+messageColumns+` FROM messages
 		WHERE session_key = ?1
 		AND conversation = COALESCE((SELECT conversation FROM sessions WHERE key = ?1), 1)
-		ORDER BY id DESC LIMIT ?2`, key, limit)
+		ORDER BY id DESC LIMIT ?2`, key, lim)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", key, err)
 	}

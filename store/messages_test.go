@@ -23,9 +23,11 @@ func contents(ms []store.Message) string {
 	return strings.Join(cs, " ")
 }
 
-func TestHistory_SurvivesRestart(t *testing.T) {
+func TestHistory_SurvivesRestart(t *testing.T) { forEachBackend(t, testHistory_SurvivesRestart) }
+
+func testHistory_SurvivesRestart(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	const key = "telegram:dm:1"
 	s := mustOpen(t, path)
 	err := s.Append(ctx,
@@ -69,8 +71,12 @@ func TestHistory_SurvivesRestart(t *testing.T) {
 }
 
 func TestNewConversation_IsolatesHistory(t *testing.T) {
+	forEachBackend(t, testNewConversation_IsolatesHistory)
+}
+
+func testNewConversation_IsolatesHistory(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	const key, other = "discord:dm:5", "discord:dm:6"
 	s := mustOpen(t, path)
 	mustAppend(t, s, key, "old-1", "old-2")
@@ -120,8 +126,12 @@ func mustAppend(tb testing.TB, s *store.Store, key string, texts ...string) {
 }
 
 func TestAppend_RefusesInvalidMessages(t *testing.T) {
+	forEachBackend(t, testAppend_RefusesInvalidMessages)
+}
+
+func testAppend_RefusesInvalidMessages(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	cases := []struct {
 		name string
 		m    store.Message
@@ -147,8 +157,12 @@ func TestAppend_RefusesInvalidMessages(t *testing.T) {
 // 200 goroutines append to 50 sessions at once; every message must arrive
 // and each goroutine's messages must keep their order within the session.
 func TestAppend_ConcurrentLosesNothingAndKeepsOrder(t *testing.T) {
+	forEachBackend(t, testAppend_ConcurrentLosesNothingAndKeepsOrder)
+}
+
+func testAppend_ConcurrentLosesNothingAndKeepsOrder(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	const goroutines, sessions, perG = 200, 50, 10
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -211,7 +225,11 @@ func TestAppend_ConcurrentLosesNothingAndKeepsOrder(t *testing.T) {
 // AppendAsync never blocks the caller, reports each outcome once, keeps call
 // order, and Close commits whatever is still queued.
 func TestAppendAsync_OrderAndFlushOnClose(t *testing.T) {
-	path := dbPath(t)
+	forEachBackend(t, testAppendAsync_OrderAndFlushOnClose)
+}
+
+func testAppendAsync_OrderAndFlushOnClose(t *testing.T, newDB func(testing.TB) string) {
+	path := newDB(t)
 	s := mustOpen(t, path)
 	const key, n = "telegram:dm:3", 300
 	var mu sync.Mutex
@@ -249,8 +267,10 @@ func TestAppendAsync_OrderAndFlushOnClose(t *testing.T) {
 	}
 }
 
-func TestAppendAsync_ReportsRefusal(t *testing.T) {
-	s := mustOpen(t, dbPath(t))
+func TestAppendAsync_ReportsRefusal(t *testing.T) { forEachBackend(t, testAppendAsync_ReportsRefusal) }
+
+func testAppendAsync_ReportsRefusal(t *testing.T, newDB func(testing.TB) string) {
+	s := mustOpen(t, newDB(t))
 	done := make(chan error, 1)
 	s.AppendAsync([]store.Message{{SessionKey: "nope", Role: store.User}}, func(err error) { done <- err })
 	if err := <-done; !errors.Is(err, store.ErrInvalid) {
@@ -266,8 +286,12 @@ func TestAppendAsync_ReportsRefusal(t *testing.T) {
 // A message queued before /new belongs to the old conversation even if it
 // has not committed when /new is called: writes apply in call order.
 func TestAppendAsync_BeforeNewConversationStaysInOld(t *testing.T) {
+	forEachBackend(t, testAppendAsync_BeforeNewConversationStaysInOld)
+}
+
+func testAppendAsync_BeforeNewConversationStaysInOld(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	const key = "telegram:topic:-100:7"
 	done := make(chan error, 1)
 	s.AppendAsync([]store.Message{{SessionKey: key, Role: store.User, Content: "before reset"}}, func(err error) { done <- err })

@@ -181,6 +181,17 @@ CREATE INDEX outbox_unsent ON outbox(session_key, seq) WHERE delivered IS NULL;
 
 DROP TABLE deliveries;
 `,
+	// v4: leases and fencing, for several members sharing a database (see
+	// leases.go). An outbox entry records the lease epoch it was queued under.
+	`
+CREATE TABLE leases (
+	key     TEXT PRIMARY KEY,
+	owner   TEXT NOT NULL,
+	epoch   INTEGER NOT NULL,
+	expires INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+ALTER TABLE outbox ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and

@@ -5,9 +5,11 @@ import (
 	"testing"
 )
 
-func TestSearch(t *testing.T) {
+func TestSearch(t *testing.T) { forEachBackend(t, testSearch) }
+
+func testSearch(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	const key, other = "telegram:dm:1", "telegram:dm:2"
 	mustAppend(t, s, key, "the deploy failed on Tuesday", "Café opens at nine")
 	if _, err := s.NewConversation(ctx, key); err != nil {
@@ -52,8 +54,10 @@ func TestSearch(t *testing.T) {
 	}
 }
 
-func TestSearch_Limit(t *testing.T) {
-	s := mustOpen(t, dbPath(t))
+func TestSearch_Limit(t *testing.T) { forEachBackend(t, testSearch_Limit) }
+
+func testSearch_Limit(t *testing.T, newDB func(testing.TB) string) {
+	s := mustOpen(t, newDB(t))
 	const key = "web:dm:z"
 	mustAppend(t, s, key, "alpha one", "alpha two", "alpha three")
 	got, err := s.Search(context.Background(), key, "alpha", 2)

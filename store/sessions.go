@@ -102,11 +102,11 @@ func (s *Store) setSetting(ctx context.Context, key, column, value string) error
 	now := ms(s.now())
 	q := `INSERT INTO sessions(key, platform, created, last_active, ` + column + `) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT(key) DO UPDATE SET ` + column + ` = excluded.` + column + `,
-		last_active = max(last_active, excluded.last_active)`
-	err = s.write(ctx, 1, func(x *wtx) error {
+		last_active = ` + s.d.greatest + `(sessions.last_active, excluded.last_active)`
+	err = s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		_, err := x.exec(q, key, string(sess.Platform()), now, now, value)
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("set %s of %s: %w", column, key, err)
 	}
@@ -125,12 +125,12 @@ func (s *Store) NewConversation(ctx context.Context, key string) (int64, error) 
 	}
 	now := ms(s.now())
 	var conv int64
-	err = s.write(ctx, 1, func(x *wtx) error {
+	err = s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		return x.queryRow(`INSERT INTO sessions(key, platform, created, last_active, conversation) VALUES (?, ?, ?, ?, 2)
-			ON CONFLICT(key) DO UPDATE SET conversation = conversation + 1,
-			last_active = max(last_active, excluded.last_active)
+			ON CONFLICT(key) DO UPDATE SET conversation = sessions.conversation + 1,
+			last_active = `+x.w.dialect.greatest+`(sessions.last_active, excluded.last_active)
 			RETURNING conversation`, []any{&conv}, key, string(sess.Platform()), now, now)
-	})
+	}))
 	if err != nil {
 		return 0, fmt.Errorf("new conversation of %s: %w", key, err)
 	}

@@ -87,6 +87,7 @@ func WithQueueLimit(n int) Option { return func(o *options) { o.queueLimit = n }
 // Store is hermesd's database. All methods are safe for concurrent use.
 type Store struct {
 	path     string
+	d        *dialect
 	log      *slog.Logger
 	now      func() time.Time
 	dedupTTL time.Duration
@@ -108,7 +109,8 @@ type Store struct {
 
 // Open opens (creating if needed) the database at path, brings its schema up
 // to date and starts the writer. Opening an existing database is idempotent.
-// Close releases it.
+// Close releases it. A path that is a postgres:// or postgresql:// URL opens
+// that PostgreSQL database instead of a SQLite file (see IsPostgresURL).
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	o := options{
 		log:        slog.Default(),
@@ -121,6 +123,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if IsPostgresURL(path) {
+		s := &Store{path: redactURL(path), d: &postgresDialect, log: o.log.With("component", "store"), now: o.now, dedupTTL: o.dedupTTL}
+		s.reads.stmts = make(map[string]*sql.Stmt)
+		if err := s.openPostgres(ctx, path, o); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("open store %s: %w", s.path, err)
+		}
+		return s, nil
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store %q: %w", path, err)
@@ -128,7 +139,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: create directory: %w", err)
 	}
-	s := &Store{path: abs, log: o.log.With("component", "store"), now: o.now, dedupTTL: o.dedupTTL}
+	s := &Store{path: abs, d: &sqliteDialect, log: o.log.With("component", "store"), now: o.now, dedupTTL: o.dedupTTL}
 	s.reads.stmts = make(map[string]*sql.Stmt)
 	if err := s.open(ctx, o); err != nil {
 		_ = s.Close()
@@ -183,7 +194,7 @@ func (s *Store) open(ctx context.Context, o options) error {
 		return fmt.Errorf("open read pool: %w", err)
 	}
 
-	s.w = newWriter(conn, s.log, o.maxBatch, o.queueLimit)
+	s.w = newWriter(conn, s.d, s.log, o.maxBatch, o.queueLimit)
 	go s.w.run()
 	// Index anything a previous writer queued but did not index (there
 	// should be nothing; this makes it so).
@@ -193,7 +204,8 @@ func (s *Store) open(ctx context.Context, o options) error {
 	return nil
 }
 
-// Path returns the absolute path of the database file.
+// Path returns the absolute path of the database file, or the PostgreSQL
+// URL without its password.
 func (s *Store) Path() string { return s.path }
 
 // Close stops accepting writes, commits every write already queued, and
@@ -241,7 +253,11 @@ func (s *Store) readStmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := s.reads.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := s.rdb.PrepareContext(ctx, q)
+	sq := q
+	if s.d.rebind {
+		sq = rebind(q)
+	}
+	st, err := s.rdb.PrepareContext(ctx, sq)
 	if err != nil {
 		return nil, fmt.Errorf("prepare read: %w", err)
 	}

@@ -54,9 +54,11 @@ func mustClose(tb testing.TB, s *store.Store) {
 	}
 }
 
-func TestOpen_TwiceIsIdempotent(t *testing.T) {
+func TestOpen_TwiceIsIdempotent(t *testing.T) { forEachBackend(t, testOpen_TwiceIsIdempotent) }
+
+func testOpen_TwiceIsIdempotent(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	s := mustOpen(t, path)
 	if err := s.SetVoiceMode(ctx, "telegram:dm:1", messages.VoiceTTS); err != nil {
 		t.Fatal(err)
@@ -82,8 +84,12 @@ func TestOpen_TwiceIsIdempotent(t *testing.T) {
 // The CLI (`hermesd pairing approve`) opens the daemon's database while the
 // daemon runs: both stores must work and see each other's writes.
 func TestOpen_TwoStoresShareOneDatabase(t *testing.T) {
+	forEachBackend(t, testOpen_TwoStoresShareOneDatabase)
+}
+
+func testOpen_TwoStoresShareOneDatabase(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	daemon := mustOpen(t, path)
 	cli := mustOpen(t, path)
 	if err := cli.SetBusyPolicy(ctx, "discord:dm:7", messages.Queue); err != nil {
@@ -119,8 +125,12 @@ func TestOpen_RefusesNewerSchema(t *testing.T) {
 }
 
 func TestSession_DefaultsAndSettings(t *testing.T) {
+	forEachBackend(t, testSession_DefaultsAndSettings)
+}
+
+func testSession_DefaultsAndSettings(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	const key = "telegram:group:-100:u42"
 	r, err := s.Session(ctx, key)
 	if err != nil {
@@ -144,10 +154,12 @@ func TestSession_DefaultsAndSettings(t *testing.T) {
 	}
 }
 
-func TestListSessions(t *testing.T) {
+func TestListSessions(t *testing.T) { forEachBackend(t, testListSessions) }
+
+func testListSessions(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
 	c := newClock()
-	s := mustOpen(t, dbPath(t), store.WithClock(c.Now))
+	s := mustOpen(t, newDB(t), store.WithClock(c.Now))
 	for _, key := range []string{"telegram:dm:1", "discord:dm:2", "telegram:dm:3"} {
 		if err := s.Append(ctx, store.Message{SessionKey: key, Role: store.User, Content: "x"}); err != nil {
 			t.Fatal(err)
@@ -181,9 +193,11 @@ func keysOf(rs []store.SessionRecord) string {
 	return strings.Join(ks, " ")
 }
 
-func TestCursor(t *testing.T) {
+func TestCursor(t *testing.T) { forEachBackend(t, testCursor) }
+
+func testCursor(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	path := dbPath(t)
+	path := newDB(t)
 	s := mustOpen(t, path)
 	if v, err := s.Cursor(ctx, "telegram:offset"); err != nil || v != "" {
 		t.Fatalf("unset cursor = %q, %v", v, err)
@@ -198,10 +212,12 @@ func TestCursor(t *testing.T) {
 	}
 }
 
-func TestMarkSeen(t *testing.T) {
+func TestMarkSeen(t *testing.T) { forEachBackend(t, testMarkSeen) }
+
+func testMarkSeen(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
 	c := newClock()
-	s := mustOpen(t, dbPath(t), store.WithClock(c.Now), store.WithDedupTTL(time.Hour))
+	s := mustOpen(t, newDB(t), store.WithClock(c.Now), store.WithDedupTTL(time.Hour))
 	check := func(p, id string, want bool) {
 		t.Helper()
 		first, err := s.MarkSeen(ctx, messagesPlatform(p), id)

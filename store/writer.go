@@ -34,6 +34,7 @@ type op struct {
 // callers queue with enqueue and never touch the connection.
 type writer struct {
 	log        *slog.Logger
+	dialect    *dialect
 	maxBatch   int
 	queueLimit int
 
@@ -52,13 +53,14 @@ type writer struct {
 	seenPrune int64 // unix ms of the last dedup pruning
 
 	stats struct {
-		batches, ops, messages, failed atomic.Uint64
+		batches, ops, messages, failed, fenced atomic.Uint64
 	}
 }
 
-func newWriter(conn *sql.Conn, log *slog.Logger, maxBatch, queueLimit int) *writer {
+func newWriter(conn *sql.Conn, d *dialect, log *slog.Logger, maxBatch, queueLimit int) *writer {
 	return &writer{
 		log:        log,
+		dialect:    d,
 		maxBatch:   max(1, maxBatch),
 		queueLimit: max(1, queueLimit),
 		wake:       make(chan struct{}, 1),
@@ -144,9 +146,10 @@ func (w *writer) close() error {
 	}
 	<-w.stopped
 	var errs []error
-	// Let SQLite refresh planner statistics, as it recommends before closing.
-	if _, err := w.conn.ExecContext(context.Background(), "PRAGMA optimize"); err != nil {
-		errs = append(errs, fmt.Errorf("optimize: %w", err))
+	if w.dialect.optimize != "" {
+		if _, err := w.conn.ExecContext(context.Background(), w.dialect.optimize); err != nil {
+			errs = append(errs, fmt.Errorf("optimize: %w", err))
+		}
 	}
 	for _, st := range w.stmts {
 		errs = append(errs, st.Close())
@@ -177,6 +180,9 @@ func (w *writer) commit(batch []op) {
 		weight += o.weight
 		if errs[i] != nil {
 			w.stats.failed.Add(1)
+			if errors.Is(errs[i], ErrFenced) {
+				w.stats.fenced.Add(1)
+			}
 		}
 	}
 	w.stats.batches.Add(1)
@@ -204,7 +210,7 @@ func (w *writer) attempt(x *wtx, batch []op, errs []error, savepoints bool) bool
 		return true
 	}
 	x.index = false
-	if _, err := x.exec("BEGIN IMMEDIATE"); err != nil {
+	if _, err := x.exec(w.dialect.begin); err != nil {
 		return failAll(fmt.Errorf("begin write: %w", err))
 	}
 	// A lone op needs no savepoint: undoing the transaction undoes only it.
@@ -237,7 +243,7 @@ func (w *writer) attempt(x *wtx, batch []op, errs []error, savepoints bool) bool
 			return failAll(fmt.Errorf("release savepoint: %w", err))
 		}
 	}
-	if x.index {
+	if x.index && w.dialect.ftsPending {
 		if err := x.indexPending(); err != nil {
 			w.rollback(x)
 			return failAll(err)
@@ -283,6 +289,9 @@ type WriterStats struct {
 	Failed uint64
 	// Queued is the weight waiting in the queue right now.
 	Queued int
+	// Fenced is the number of write calls refused with ErrFenced (a
+	// session's stale activation writing after its lease moved).
+	Fenced uint64
 }
 
 // Stats returns the writer's counters.
@@ -296,6 +305,7 @@ func (s *Store) Stats() WriterStats {
 		Messages: s.w.stats.messages.Load(),
 		Failed:   s.w.stats.failed.Load(),
 		Queued:   q,
+		Fenced:   s.w.stats.fenced.Load(),
 	}
 }
 
@@ -326,7 +336,11 @@ func (x *wtx) stmt(q string) (*sql.Stmt, error) {
 	if st, ok := x.w.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := x.w.conn.PrepareContext(x.ctx, q)
+	sq := q
+	if x.w.dialect.rebind {
+		sq = rebind(q)
+	}
+	st, err := x.w.conn.PrepareContext(x.ctx, sq)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
