@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/cluster"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/messages"
@@ -73,6 +74,8 @@ type Daemon struct {
 	opts    Options
 	// reload holds what a reload swaps (allowlists, TTS provider).
 	reload reloadState
+	// placement is this member of the cluster; nil on a single node.
+	placement *cluster.Placement
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -130,6 +133,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		Jobs:          jobClaimer{st: st, loc: time.Local, log: log},
 	}
 	if err := d.speech(&deps); err != nil {
+		return fail(err)
+	}
+	if err := d.joinCluster(&deps, &rcfg); err != nil {
 		return fail(err)
 	}
 	d.observe(&deps)

@@ -1,0 +1,64 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/cluster"
+	"github.com/hermesd/hermesd/store"
+)
+
+// joinCluster sets the runtime up as a cluster member when HERMES_CLUSTER
+// is on: sessions become grains placed by package cluster, fenced by leases
+// in the shared store. It refuses a store the members cannot share.
+func (d *Daemon) joinCluster(deps *actors.Deps, rcfg *actors.Config) error {
+	c := d.cfg.Cluster
+	if !c.On {
+		return nil
+	}
+	if !store.IsPostgresURL(d.store.Path()) {
+		return errors.New("HERMES_CLUSTER=on needs a store the members share: set HERMES_DATABASE_URL to a PostgreSQL database")
+	}
+	pl, err := cluster.New(cluster.Config{Name: c.Name, Bind: c.Bind, Advertise: c.Advertise, HealthPort: c.HealthPort,
+		Members: c.Members, RequestTimeout: c.RequestTimeout}, d.log.With("component", "cluster"))
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	deps.Placement = pl
+	deps.Leases = leases{d.store}
+	rcfg.LeaseTTL, rcfg.MemberID = c.LeaseTTL, c.MemberID()
+	d.placement = pl
+	return nil
+}
+
+// leases are the sessions' leases in the store, as the runtime sees them.
+type leases struct{ st *store.Store }
+
+var _ actors.Leases = leases{}
+
+func (l leases) Claim(ctx context.Context, key, owner string, ttl time.Duration) (uint64, error) {
+	epoch, err := l.st.ClaimLease(ctx, key, owner, ttl)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return 0, fmt.Errorf("%w: %w", actors.ErrLeaseHeld, err)
+	}
+	return epoch, err
+}
+
+func (l leases) Renew(ctx context.Context, key string, f actors.Fence, ttl time.Duration) error {
+	return fencedErr(l.st.RenewLease(ctx, key, store.Fence(f), ttl))
+}
+
+func (l leases) Release(ctx context.Context, key string, f actors.Fence) error {
+	return fencedErr(l.st.ReleaseLease(ctx, key, store.Fence(f)))
+}
+
+// fencedErr makes a store's ErrFenced recognisable as actors.ErrFenced.
+func fencedErr(err error) error {
+	if errors.Is(err, store.ErrFenced) {
+		return fmt.Errorf("%w: %w", actors.ErrFenced, err)
+	}
+	return err
+}
