@@ -56,6 +56,9 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 			return fmt.Errorf("persist message: %w", err)
 		}
 		m.InboxSeq = seq
+		if rt.placement != nil {
+			return rt.routeAccepted(ctx, m)
+		}
 	}
 	return rt.route(ctx, m.GetSessionKey(), m)
 }

@@ -61,6 +61,25 @@ func (rt *Runtime) route(ctx context.Context, key string, msg any) error {
 	return nil
 }
 
+// routeAccepted routes a stored message in cluster mode. The message is
+// durable already, so a failure to reach its session within ctx is not the
+// platform's problem: routing goes on in the background until the session
+// holds it (or shutdown; the next start's recovery resumes the session), and
+// the platform is acknowledged.
+func (rt *Runtime) routeAccepted(ctx context.Context, m *messages.UserMessage) error {
+	err := rt.route(ctx, m.GetSessionKey(), m)
+	if err == nil || rt.ctx.Err() != nil {
+		return err
+	}
+	rt.log.Warn("session not reached yet; routing on in the background", "session", m.GetSessionKey(), "message", m.GetMessageId(), "err", err)
+	go func() {
+		if err := rt.route(rt.ctx, m.GetSessionKey(), m); err != nil && rt.ctx.Err() == nil {
+			rt.log.Error("route a stored message", "session", m.GetSessionKey(), "err", err)
+		}
+	}()
+	return nil
+}
+
 // routeTimeout bounds routing one message when the caller gives no
 // deadline (the scheduler, recovery).
 const routeTimeout = 30 * time.Second

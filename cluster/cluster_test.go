@@ -506,3 +506,22 @@ func TestASessionThatCannotRenewStopsAndItsKeyComesBackAfterExpiry(t *testing.T)
 	}
 	t.Logf("answered %v after the session stopped", time.Since(start).Round(time.Millisecond))
 }
+
+// A stored message whose session is not reached within the platform's
+// request is still answered, once: routing goes on in the background.
+func TestAStoredMessageRoutedPastItsRequestIsAnsweredOnce(t *testing.T) {
+	tc := startCluster(t, 2, nil)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(time.Millisecond))
+	defer cancel()
+	<-ctx.Done()
+	// The deadline passed before routing began: Accept still stores it
+	// (the store is in memory), and the runtime says it is accepted.
+	m := msg(7, 0)
+	if err := tc.members[0].rt.Receive(ctx, m); err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	got := tc.plat.wait(t, "the answer", 10*time.Second, func(got []sent) bool { return len(answersTo(got, m.GetMessageId())) > 0 })
+	if n := len(answersTo(got, m.GetMessageId())); n != 1 {
+		t.Fatalf("answered %d times", n)
+	}
+}
