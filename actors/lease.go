@@ -124,6 +124,7 @@ func (a *session) handleClaimed(c actor.Context, m *leaseClaimed) {
 	a.stopRenew = every(c.ActorSystem().Root, c.Self(), iv, iv, &renewLease{})
 	a.logger().Debug("session lease claimed", "epoch", m.fence.Epoch)
 	a.rt.obs.LeaseClaimed(a.s, m.fence.Epoch)
+	a.rt.grains.setEpoch(a.s.Key(), c.Self(), m.fence.Epoch)
 	a.load(c)
 }
 

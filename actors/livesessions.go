@@ -14,6 +14,9 @@ type SessionInfo struct {
 	Platform    string    `json:"platform"`
 	LastActive  time.Time `json:"last_active"`
 	Passivating bool      `json:"passivating,omitempty"`
+	// LeaseEpoch is the epoch of the lease the session holds (cluster mode
+	// with leases; 0 otherwise).
+	LeaseEpoch uint64 `json:"lease_epoch,omitempty"`
 }
 
 // listSessions asks a router shard for its live sessions whose key

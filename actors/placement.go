@@ -122,8 +122,9 @@ type grains struct {
 }
 
 type grainInfo struct {
-	pid  *actor.PID
-	last time.Time
+	pid   *actor.PID
+	last  time.Time
+	epoch uint64
 }
 
 func (g *grains) add(key string, pid *actor.PID) int {
@@ -155,6 +156,14 @@ func (g *grains) touch(key string, pid *actor.PID) {
 	}
 }
 
+func (g *grains) setEpoch(key string, pid *actor.PID, epoch uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.live[key]; e != nil && e.pid.Equal(pid) {
+		e.epoch = epoch
+	}
+}
+
 func (g *grains) list(search string) []SessionInfo {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -164,7 +173,7 @@ func (g *grains) list(search string) []SessionInfo {
 			continue
 		}
 		platform, _, _ := strings.Cut(k, ":")
-		out = append(out, SessionInfo{Key: k, Platform: platform, LastActive: e.last})
+		out = append(out, SessionInfo{Key: k, Platform: platform, LastActive: e.last, LeaseEpoch: e.epoch})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out

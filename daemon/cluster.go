@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
@@ -61,4 +63,27 @@ func fencedErr(err error) error {
 		return fmt.Errorf("%w: %w", actors.ErrFenced, err)
 	}
 	return err
+}
+
+// ClusterStatus is what GET /api/cluster shows: this member, the members
+// it sees, and the sessions it holds with their lease epochs.
+type ClusterStatus struct {
+	Member   string               `json:"member"`
+	Address  string               `json:"address"`
+	Members  []string             `json:"members"`
+	Sessions []actors.SessionInfo `json:"sessions"`
+}
+
+// handleCluster serves GET /api/cluster.
+func (d *Daemon) handleCluster(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	l, err := d.rt.Sessions(ctx, r.URL.Query().Get("search"), 0, 100000)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	st := ClusterStatus{Member: d.cfg.Cluster.MemberID(), Address: d.placement.Address(), Members: d.placement.Members(), Sessions: l.Sessions}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(st)
 }

@@ -165,6 +165,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	d.mux = http.NewServeMux()
 	d.web.Routes(d.mux, replyTimeout)
 	d.routes()
+	if d.placement != nil {
+		d.mux.HandleFunc("GET /api/cluster", d.handleCluster)
+	}
 	return d, nil
 }
 
