@@ -96,6 +96,10 @@ type Config struct {
 	// Tools are the settings of the tools that act (config/tools.go).
 	Tools Tools
 
+	// DatabaseURL is a PostgreSQL URL (postgres://…) to keep state in
+	// instead of HERMES_HOME/hermesd.db; see Database.
+	DatabaseURL string
+
 	// Cluster are the settings of cluster mode (config/cluster.go).
 	Cluster Cluster
 }
@@ -152,6 +156,7 @@ var keys = append([]struct {
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
+	{"HERMES_DATABASE_URL", "", true},
 }, append(toolKeys, clusterKeys...)...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
@@ -404,6 +409,10 @@ func parse(v map[string]string) (Config, error) {
 		ShutdownGrace: dur("HERMES_SHUTDOWN_GRACE"),
 		ReviewEvery:   count("HERMES_REVIEW_EVERY"),
 		SweepEvery:    count("HERMES_SWEEP_EVERY"),
+		DatabaseURL:   strings.TrimSpace(v["HERMES_DATABASE_URL"]),
+	}
+	if msg := checkDatabaseURL(c.DatabaseURL); msg != "" {
+		bad("HERMES_DATABASE_URL", "%s", msg)
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("HERMES_HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
@@ -86,7 +85,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err := os.MkdirAll(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("create HERMES_HOME %s: %w", cfg.Home, err)
 	}
-	st, err := store.Open(ctx, filepath.Join(cfg.Home, "hermesd.db"), store.WithLogger(log))
+	st, err := store.Open(ctx, cfg.Database(), store.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // dialect holds what differs between the SQL of the two backends. Queries
@@ -39,6 +41,34 @@ type dialect struct {
 	// forUpdate and skipLocked end a SELECT that claims the rows it reads
 	// in a write transaction; empty where the write lock is global.
 	forUpdate, skipLocked string
+	// validText: text arguments must be valid UTF-8 without NUL bytes
+	// (PostgreSQL refuses others; SQLite stores any bytes).
+	validText bool
+}
+
+// args makes args storable: where the database takes only valid UTF-8
+// without NUL, a string argument that is not becomes one, with U+FFFD for
+// each NUL or invalid byte, rather than losing the whole write (a user's
+// message with a NUL in it). args is returned as is when nothing changes.
+func (d *dialect) args(args []any) []any {
+	if !d.validText {
+		return args
+	}
+	var out []any
+	for i, a := range args {
+		s, ok := a.(string)
+		if !ok || (utf8.ValidString(s) && strings.IndexByte(s, 0) < 0) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(args)
+		}
+		out[i] = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 
 func sessionUpsert(greatest string) string {
@@ -80,6 +110,7 @@ var postgresDialect = dialect{
 	inList:        `SELECT value FROM json_array_elements_text(?::json)`,
 	forUpdate:     " FOR UPDATE",
 	skipLocked:    " FOR UPDATE SKIP LOCKED",
+	validText:     true,
 }
 
 // rebind rewrites SQLite placeholders for PostgreSQL: ?N becomes $N and each

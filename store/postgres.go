@@ -61,8 +61,35 @@ func (s *Store) openPostgres(ctx context.Context, location string, o options) er
 		_ = conn.Close()
 		return fmt.Errorf("open read pool: %w", err)
 	}
+	if err := setWriteLimits(ctx, conn); err != nil {
+		_ = conn.Close()
+		return err
+	}
 	s.w = newWriter(conn, s.d, s.log, o.maxBatch, o.queueLimit)
+	s.w.connect = func(ctx context.Context) (*sql.Conn, error) {
+		c, err := wdb.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := setWriteLimits(ctx, c); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
 	go s.w.run()
+	return nil
+}
+
+// writeStatementTimeout bounds one statement of the writer: a server that
+// hangs, or a lock another member holds too long, fails the batch instead of
+// stalling every write of this member for good.
+const writeStatementTimeout = "30s"
+
+func setWriteLimits(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `SELECT set_config('statement_timeout', $1, false)`, writeStatementTimeout); err != nil {
+		return fmt.Errorf("set statement timeout: %w", err)
+	}
 	return nil
 }
 

@@ -252,3 +252,12 @@ func migrateStep(ctx context.Context, conn *sql.Conn, nowMS int64) (done bool, e
 	}
 	return false, nil
 }
+
+// SchemaVersion returns the schema version of the store's backend that this
+// build creates (SQLite's and PostgreSQL's are numbered apart).
+func (s *Store) SchemaVersion() int {
+	if s.d.ftsPending {
+		return len(migrations)
+	}
+	return len(postgresMigrations)
+}

@@ -271,7 +271,7 @@ func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, er
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	return st.QueryContext(ctx, s.d.args(args)...)
 }
 
 // queryRow runs a one-row read on the read pool; Scan reports errors.
@@ -280,7 +280,7 @@ func (s *Store) queryRow(ctx context.Context, q string, dest []any, args ...any)
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
+	return st.QueryRowContext(ctx, s.d.args(args)...).Scan(dest...)
 }
 
 // write queues fn as one operation of weight units (messages) and waits

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // opFunc is one write operation. It runs on the writer goroutine inside a
@@ -46,7 +47,13 @@ type writer struct {
 
 	stopped chan struct{} // closed when run returns
 
+	// connect, when set (PostgreSQL), opens a new write connection: the
+	// writer replaces a connection that broke (a server restart, a network
+	// cut) instead of failing every later write.
+	connect func(context.Context) (*sql.Conn, error)
+
 	// Owned by the run goroutine.
+	txFailed  bool // a transaction (not one op) failed in this batch
 	conn      *sql.Conn
 	stmts     map[string]*sql.Stmt
 	errs      []error
@@ -171,8 +178,12 @@ func (w *writer) commit(batch []op) {
 	}
 	errs := w.errs[:len(batch)]
 	x := &wtx{w: w, ctx: context.Background()}
+	w.txFailed = false
 	if !w.attempt(x, batch, errs, false) {
 		w.attempt(x, batch, errs, true)
+	}
+	if w.txFailed && w.connect != nil {
+		w.reconnect()
 	}
 	// Stats first: a caller told its outcome sees the batch counted.
 	weight := 0
@@ -202,6 +213,7 @@ func (w *writer) attempt(x *wtx, batch []op, errs []error, savepoints bool) bool
 	clear(errs)
 	failAll := func(err error) bool {
 		w.log.Error("write transaction failed", "ops", len(batch), "err", err)
+		w.txFailed = true
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
@@ -354,7 +366,7 @@ func (x *wtx) exec(q string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(x.ctx, args...)
+	return st.ExecContext(x.ctx, x.w.dialect.args(args)...)
 }
 
 // queryRow runs a one-row statement in the transaction and scans it.
@@ -363,7 +375,7 @@ func (x *wtx) queryRow(q string, dest []any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return st.QueryRowContext(x.ctx, args...).Scan(dest...)
+	return st.QueryRowContext(x.ctx, x.w.dialect.args(args)...).Scan(dest...)
 }
 
 // query runs a statement in the transaction; the caller closes the rows
@@ -373,7 +385,7 @@ func (x *wtx) query(q string, args ...any) (*sql.Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(x.ctx, args...)
+	return st.QueryContext(x.ctx, x.w.dialect.args(args)...)
 }
 
 // changed runs a statement and returns how many rows it changed.
@@ -383,4 +395,32 @@ func (x *wtx) changed(q string, args ...any) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// reconnectTimeout bounds the check of a write connection after a failed
+// transaction and the opening of its replacement.
+const reconnectTimeout = 5 * time.Second
+
+// reconnect replaces the write connection if it no longer answers. It runs
+// after a transaction failed as a whole, so a healthy connection costs
+// nothing. If no new connection can be made, the old one is kept and the next
+// failing batch tries again.
+func (w *writer) reconnect() {
+	ctx, cancel := context.WithTimeout(context.Background(), reconnectTimeout)
+	defer cancel()
+	if err := w.conn.PingContext(ctx); err == nil {
+		return
+	}
+	conn, err := w.connect(ctx)
+	if err != nil {
+		w.log.Error("write connection lost; reconnect failed", "err", err)
+		return
+	}
+	for _, st := range w.stmts {
+		_ = st.Close()
+	}
+	clear(w.stmts)
+	_ = w.conn.Close()
+	w.conn = conn
+	w.log.Warn("write connection lost; reconnected")
 }

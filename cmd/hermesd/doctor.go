@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -65,12 +64,12 @@ func doctor(ctx context.Context, args []string, w io.Writer, env func(string) (s
 		fail("HERMES_HOME %s: %v", cfg.Home, err)
 	} else {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		st, err := store.Open(sctx, filepath.Join(cfg.Home, "hermesd.db"))
+		st, err := store.Open(sctx, cfg.Database())
 		cancel()
 		if err != nil {
 			fail("store: %v", err)
 		} else {
-			fmt.Fprintf(w, "✓ store %s opens (schema v%d)\n", filepath.Join(cfg.Home, "hermesd.db"), store.SchemaVersion())
+			fmt.Fprintf(w, "✓ store %s opens (schema v%d)\n", st.Path(), st.SchemaVersion())
 			st.Close()
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,8 +64,8 @@ func export(ctx context.Context, args []string, w io.Writer, env func(string) (s
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	db := filepath.Join(cfg.Home, dbName)
-	if !fileExists(db) {
+	db := cfg.Database()
+	if !store.IsPostgresURL(db) && !fileExists(db) {
 		return fmt.Errorf("no database at %s (is HERMES_HOME right?)", db)
 	}
 	st, err := store.Open(ctx, db)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -43,7 +42,7 @@ func pairing(ctx context.Context, args []string, w io.Writer, env func(string) (
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	st, err := store.Open(ctx, filepath.Join(cfg.Home, "hermesd.db"))
+	st, err := store.Open(ctx, cfg.Database())
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
