@@ -21,7 +21,7 @@ func (d *Daemon) joinCluster(deps *actors.Deps, rcfg *actors.Config) error {
 	if !c.On {
 		return nil
 	}
-	if !store.IsPostgresURL(d.store.Path()) {
+	if d.cfg.DatabaseURL == "" {
 		return errors.New("HERMES_CLUSTER=on needs a store the members share: set HERMES_DATABASE_URL to a PostgreSQL database")
 	}
 	pl, err := cluster.New(cluster.Config{Name: c.Name, Bind: c.Bind, Advertise: c.Advertise, HealthPort: c.HealthPort,
