@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/hermesd/hermesd/messages"
 )
 
 // Fencing (cluster mode). The pinned protoactor cluster can activate one
@@ -86,6 +89,18 @@ type leaseRenewed struct {
 	err   error
 }
 
+// leasedDelivery is a reply handed to the outbox by a fenced session: the
+// outbox sends it only while until (the activation's lease deadline) has
+// not passed.
+type leasedDelivery struct {
+	d      *messages.Delivery
+	resend bool
+	until  *atomic.Int64
+}
+
+// SessionScoped marks leasedDelivery as needing an identity.
+func (*leasedDelivery) SessionScoped() {}
+
 // leased reports whether this runtime fences its sessions.
 func (rt *Runtime) leased() bool { return rt.leases != nil && rt.placement != nil }
 
@@ -120,6 +135,8 @@ func (a *session) handleClaimed(c actor.Context, m *leaseClaimed) {
 	// Counted from before the claim was sent: the store's expiry is at
 	// least that late.
 	a.leaseUntil = m.at.Add(a.rt.cfg.LeaseTTL)
+	a.leaseClock = new(atomic.Int64)
+	a.leaseClock.Store(a.leaseUntil.UnixNano())
 	iv := a.rt.cfg.LeaseTTL / 3
 	a.stopRenew = every(c.ActorSystem().Root, c.Self(), iv, iv, &renewLease{})
 	a.logger().Debug("session lease claimed", "epoch", m.fence.Epoch)
@@ -160,6 +177,7 @@ func (a *session) handleRenewed(c actor.Context, m *leaseRenewed) {
 		return
 	}
 	a.leaseUntil = m.at.Add(a.rt.cfg.LeaseTTL)
+	a.leaseClock.Store(a.leaseUntil.UnixNano())
 }
 
 // holdsLease reports whether the lease is ours for a while yet: a session
@@ -173,6 +191,9 @@ func (a *session) holdsLease() bool {
 // lease is not released (it is not ours, or may not be).
 func (a *session) stopFenced(c actor.Context) {
 	a.fenced = true
+	if a.leaseClock != nil {
+		a.leaseClock.Store(0) // the outbox drops what it still holds of ours
+	}
 	a.sendQ = nil
 	a.acks = nil
 	c.Stop(c.Self())

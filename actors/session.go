@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -95,6 +96,8 @@ type session struct {
 	// leaseUntil unless renewed; fenced once it lost it.
 	fence      Fence
 	leaseUntil time.Time
+	// leaseClock is leaseUntil for the outbox (unix nanoseconds).
+	leaseClock *atomic.Int64
 	stopRenew  func()
 	fenced     bool
 }
@@ -732,6 +735,10 @@ func (a *session) handleSettled(c actor.Context, m *settled) {
 // send hands d to the platform outbox. The outbox learns the destination
 // from the envelope, stamped from this actor's binding.
 func (a *session) send(c actor.Context, d *messages.Delivery) {
+	if a.leaseClock != nil {
+		c.Request(a.rt.outbox(a.s.Platform()), &leasedDelivery{d: d, resend: d.GetSeq() != 0 && d.GetSeq() <= a.resendUpTo, until: a.leaseClock})
+		return
+	}
 	if seq := d.GetSeq(); seq != 0 && seq <= a.resendUpTo {
 		c.Request(a.rt.outbox(a.s.Platform()), &resend{d})
 		return
