@@ -357,7 +357,7 @@ func waitAnswered(t *testing.T, tg *telegramtest.Server, l *loader, n int, d tim
 }
 
 type judgement struct {
-	t0                             time.Time
+	t0                              time.Time
 	duplicates, afterResume, voices int
 }
 
