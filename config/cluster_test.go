@@ -17,7 +17,7 @@ func TestLoad_ClusterOffByDefault(t *testing.T) {
 }
 
 func TestLoad_ClusterMember(t *testing.T) {
-	c, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_CLUSTER": "on",
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_CLUSTER": "on", "HERMES_DATABASE_URL": "postgres://u@db:5432/hermes",
 		"HERMES_CLUSTER_BIND": "0.0.0.0:9100", "HERMES_CLUSTER_ADVERTISE": "10.0.0.2",
 		"HERMES_CLUSTER_MEMBERS": "10.0.0.1:9101,10.0.0.2:9101", "HERMES_CLUSTER_HEALTH_PORT": "9101",
 		"HERMES_CLUSTER_LEASE_TTL": "5s"}))
@@ -44,6 +44,9 @@ func TestLoad_ClusterRefusesWhatCannotForm(t *testing.T) {
 		{map[string]string{"HERMES_CLUSTER": "maybe"}, "HERMES_CLUSTER"},
 		{map[string]string{"HERMES_CLUSTER_LEASE_TTL": "100ms"}, "HERMES_CLUSTER_LEASE_TTL"},
 		{map[string]string{"HERMES_CLUSTER_HEALTH_PORT": "70000"}, "HERMES_CLUSTER_HEALTH_PORT"},
+		{map[string]string{"HERMES_CLUSTER": "on", "HERMES_CLUSTER_MEMBERS": "a:1"}, "HERMES_DATABASE_URL"},
+		{map[string]string{"HERMES_CLUSTER": "on", "HERMES_CLUSTER_MEMBERS": "a:1", "HERMES_DATABASE_URL": "postgres://u@db/h",
+			"TELEGRAM_BOT_TOKEN": "1:x"}, "TELEGRAM_WEBHOOK_URL"},
 	} {
 		tc.env["HERMES_HOME"] = t.TempDir()
 		_, err := Load(lookup(tc.env))

@@ -455,6 +455,7 @@ func parse(v map[string]string) (Config, error) {
 	}
 	c.Tools = parseTools(v, bad)
 	c.Cluster = parseCluster(v, bad)
+	checkCluster(c, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"
 	}
