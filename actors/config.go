@@ -61,6 +61,10 @@ type Config struct {
 	// member in lease owners.
 	LeaseTTL time.Duration
 	MemberID string
+	// OwedSweep, in cluster mode, is how often every session that owes work
+	// is asked to look again (0: never): messages stored by a member that
+	// could not reach their session are answered by its owner.
+	OwedSweep time.Duration
 }
 
 // DefaultConfig returns the defaults used by the daemon.

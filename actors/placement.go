@@ -209,6 +209,99 @@ func (rt *Runtime) passivateGrains() {
 // to do.
 type idleCheck struct{}
 
+// rescanned is a live session's second look at what it owes.
+type rescanned struct {
+	state SessionState
+	err   error
+}
+
+// rescan rereads what the session owes, when it has nothing running (a
+// busy session is asked again by the next sweep).
+func (a *session) rescan(c actor.Context) {
+	if a.rescanning || a.turn != nil || a.settling > 0 || len(a.queued) > 0 {
+		return
+	}
+	a.rescanning = true
+	s, limit, p, timeout, f := a.s, a.rt.cfg.HistoryLimit, a.rt.persist, a.rt.cfg.StoreTimeout, a.fence
+	goSend(c, func() any {
+		ctx, cancel := context.WithTimeout(WithFence(context.Background(), f), timeout)
+		defer cancel()
+		st, err := p.LoadSession(ctx, s, limit)
+		return &rescanned{state: st, err: err}
+	})
+}
+
+// handleRescanned answers stored messages the session was never routed:
+// pending, above what its load saw, and not handled live since (a message
+// still on its way through the mailbox is then skipped as seen).
+func (a *session) handleRescanned(c actor.Context, m *rescanned) {
+	a.rescanning = false
+	if m.err != nil {
+		a.logger().Warn("reread what the session owes", "err", m.err)
+		return
+	}
+	var missed []*messages.UserMessage
+	for _, p := range m.state.Pending {
+		if seq := p.GetInboxSeq(); seq > a.seen && !a.live[seq] {
+			missed = append(missed, p)
+		}
+	}
+	a.live = nil
+	if len(missed) > 0 {
+		a.logger().Warn("answering stored messages this session was never routed", "messages", len(missed))
+		for _, p := range missed {
+			a.handleUser(c, p)
+		}
+	}
+	a.seen = max(a.seen, m.state.LastAccepted)
+}
+
+// noteLive records, in cluster mode, a stored message handled live, so that
+// a rescan does not answer it again.
+func (a *session) noteLive(m *messages.UserMessage) {
+	if a.rt.placement == nil || m.GetInboxSeq() == 0 {
+		return
+	}
+	if a.live == nil {
+		a.live = make(map[uint64]bool)
+	}
+	a.live[m.GetInboxSeq()] = true
+}
+
+// sweepOwed, in cluster mode, asks every session that owes work to look
+// again, every interval: a message stored by a member that could not reach
+// its session (cut off, frozen) is answered by the session's owner.
+func (rt *Runtime) sweepOwed(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-rt.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(rt.ctx, rt.cfg.StoreTimeout)
+		keys, err := rt.persist.Owed(ctx)
+		cancel()
+		if err != nil {
+			rt.log.Warn("find sessions that owe work", "err", err)
+			continue
+		}
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, 8)
+		for _, key := range keys {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				ctx, cancel := context.WithTimeout(rt.ctx, interval)
+				defer cancel()
+				_ = rt.route(ctx, key, &resumeSession{key: key})
+			})
+		}
+		wg.Wait()
+	}
+}
+
 // isRouted reports whether m is routed to sessions by key in cluster mode:
 // the messages a session acknowledges with *messages.Routed.
 func isRouted(m any) bool {
@@ -305,7 +398,12 @@ func (a *session) armIdle(c actor.Context, d time.Duration) {
 func (a *session) handleGrain(c actor.Context, msg any) {
 	switch m := msg.(type) {
 	case *messages.SessionResume:
-		// Activation already answers what is owed; nothing more to do.
+		// A fresh activation answered what is owed already; a live one
+		// looks again: a member that could not reach it may have stored
+		// messages it was never told of.
+		a.rescan(c)
+	case *rescanned:
+		a.handleRescanned(c, m)
 	case *messages.SessionReset:
 		a.handleReset(c, &conversationReset{m: m.GetMessage(), conv: m.GetConversation()})
 	case *idleCheck:

@@ -225,6 +225,13 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 
 	rt.recovering.Add(1)
 	go rt.recoverOwed()
+	if rt.placement != nil && cfg.OwedSweep > 0 {
+		rt.recovering.Add(1)
+		go func() {
+			defer rt.recovering.Done()
+			rt.sweepOwed(cfg.OwedSweep)
+		}()
+	}
 
 	actx, cancel := context.WithCancel(context.Background())
 	rt.cancelAdapters = cancel

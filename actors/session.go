@@ -100,6 +100,10 @@ type session struct {
 	leaseClock *atomic.Int64
 	stopRenew  func()
 	fenced     bool
+	// live are the stored messages handled since the last load or rescan;
+	// rescanning is set while one runs (cluster mode, placement.go).
+	live       map[uint64]bool
+	rescanning bool
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -235,7 +239,7 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleApprovalExpired(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
-	case *messages.SessionResume, *messages.SessionReset, *idleCheck:
+	case *messages.SessionResume, *messages.SessionReset, *idleCheck, *rescanned:
 		a.handleGrain(c, m)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
@@ -382,6 +386,7 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 		a.handleCommand(c, m, cmd, arg)
 		return
 	}
+	a.noteLive(m)
 	if !a.answerable(c, m) {
 		return
 	}

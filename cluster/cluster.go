@@ -101,7 +101,7 @@ func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 	if p.cfg.Advertise != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(p.cfg.Advertise))
 	}
-	props := identity.ByKey(session, grainKey)
+	props := identity.ByKey(session, grainKey).Clone(actor.WithReceiverMiddleware(dropClusterInit))
 	cfg := protocluster.Configure(p.cfg.Name, p.cfg.Provider, disthash.New(), remote.Configure(host, port, ropts...),
 		protocluster.WithKinds(protocluster.NewKind(Kind, props)),
 		protocluster.WithRequestTimeout(p.cfg.RequestTimeout))
@@ -112,6 +112,17 @@ func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 	p.mu.Unlock()
 	p.log.Info("joined the cluster", "cluster", p.cfg.Name, "address", sys.Address(), "members", p.cfg.Members)
 	return nil
+}
+
+// dropClusterInit keeps the cluster's ClusterInit, sent to every grain
+// after Started, from the session actor, which has no use for it.
+func dropClusterInit(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		if _, ok := env.Message.(*protocluster.ClusterInit); ok {
+			return
+		}
+		next(c, env)
+	}
 }
 
 // grainKey reads a grain's session key from its cluster identity; "" when it
@@ -206,4 +217,21 @@ func (p *Placement) Stop() {
 		c.Shutdown(true)
 		p.log.Info("left the cluster")
 	}
+}
+
+// WatchMembers calls f with the number of members after every topology
+// change this member sees (the metrics' members gauge), until stop.
+func (p *Placement) WatchMembers(f func(n int)) (stop func()) {
+	p.mu.Lock()
+	c := p.c
+	p.mu.Unlock()
+	if c == nil {
+		return func() {}
+	}
+	sub := c.ActorSystem.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*protocluster.ClusterTopology); ok {
+			f(len(t.Members))
+		}
+	})
+	return func() { c.ActorSystem.EventStream.Unsubscribe(sub) }
 }

@@ -525,3 +525,40 @@ func TestAStoredMessageRoutedPastItsRequestIsAnsweredOnce(t *testing.T) {
 		t.Fatalf("answered %d times", n)
 	}
 }
+
+// A message stored by a member that never reached its (live) session is
+// answered once: when the platform sends it again (a duplicate resumes the
+// session, which looks again), or by the periodic sweep.
+func TestAStoredMessageNeverRoutedIsAnsweredByItsLiveSession(t *testing.T) {
+	tc := startCluster(t, 2, func(c *actors.Config) { c.OwedSweep = 500 * time.Millisecond })
+	tc.send(t, 0, msg(3, 0)) // the session is live now
+	for i, how := range []string{"redelivery", "sweep"} {
+		m := msg(3, 1+i)
+		s, _ := messages.ParseKey(m.GetSessionKey())
+		// Stored as a cut-off member would, never routed.
+		if _, err := tc.store.Accept(context.Background(), s, m); err != nil {
+			t.Fatal(err)
+		}
+		if how == "redelivery" {
+			if err := tc.members[1].rt.Receive(context.Background(), msg(3, 1+i)); err != nil {
+				t.Fatalf("receive the duplicate: %v", err)
+			}
+		}
+		got := tc.plat.wait(t, "the answer via "+how, 10*time.Second, func(got []sent) bool { return len(answersTo(got, m.GetMessageId())) > 0 })
+		if n := len(answersTo(got, m.GetMessageId())); n != 1 {
+			t.Fatalf("%s: answered %d times", how, n)
+		}
+		if want := fmt.Sprintf("c3-m%d after %d", 1+i, 1+i); answersTo(got, m.GetMessageId())[0].d.GetText() != want {
+			t.Errorf("%s: answer %q, want %q", how, answersTo(got, m.GetMessageId())[0].d.GetText(), want)
+		}
+	}
+	// Nothing is answered twice by later sweeps.
+	time.Sleep(1200 * time.Millisecond) // two more sweeps: an absence can only be awaited
+	tc.plat.mu.Lock()
+	defer tc.plat.mu.Unlock()
+	for _, id := range []string{"c3-m0", "c3-m1", "c3-m2"} {
+		if n := len(answersTo(tc.plat.got, id)); n != 1 {
+			t.Errorf("%s answered %d times", id, n)
+		}
+	}
+}

@@ -139,6 +139,12 @@ func TestClusterOfProcessesSurvivesKillStopAndTerm(t *testing.T) {
 	}
 	waitMembers(t, slots, 3, 30*time.Second)
 	t.Logf("3 members ready and joined in %s", time.Since(start).Round(time.Millisecond))
+	// `hermesd status` shows the cluster as this member sees it.
+	if out, err := slots[0].run(t, bin, "status", "-errors", "0"); err != nil {
+		t.Errorf("hermesd status: %v\n%s", err, out)
+	} else if !strings.Contains(out, "cluster member "+slots[0].bind) || !strings.Contains(out, "3 members") {
+		t.Errorf("hermesd status does not show the cluster:\n%s", out)
+	}
 
 	// Voice chats ask for spoken replies first (a command, not counted).
 	for c := range sh.voice {
@@ -224,6 +230,16 @@ func TestClusterOfProcessesSurvivesKillStopAndTerm(t *testing.T) {
 	if j.afterResume > 0 {
 		t.Errorf("%d answers sent again just after the frozen member resumed: stale sends", j.afterResume)
 	}
+	// The replacement's metrics show the cluster and the sessions it took.
+	if body, err := get("http://" + victim.http + "/metrics"); err != nil {
+		t.Errorf("metrics: %v", err)
+	} else {
+		for _, want := range []string{`hermesd_cluster_members `, `hermesd_cluster_activations_total{platform="telegram"} `} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics of member %d has no %q", victim.n, want)
+			}
+		}
+	}
 	// No session live on two members at the end.
 	seen := map[string]int{}
 	for _, s := range []*slot{victim, frozen} {
@@ -291,7 +307,7 @@ func (l *loader) run(t *testing.T) {
 			for m := range l.sh.perChat {
 				tok := token(c, m)
 				l.tg.SendText(chatID(c), userID(c), "message "+tok)
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 				err := l.tg.WaitFor(ctx, func(calls []telegramtest.Call) bool {
 					for _, call := range calls {
 						if call.ChatID == chatID(c) && call.Method == "sendMessage" && call.OK() && strings.Contains(" "+call.Fields["text"]+" ", " "+tok+" ") {
@@ -563,6 +579,20 @@ func (s *slot) start(t *testing.T, bin string) {
 	s.cur = p
 }
 
+// run runs a hermesd command (status, …) with the slot's settings.
+func (s *slot) run(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = []string{"HERMES_HOME=" + t.TempDir()}
+	for k, v := range s.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 func (p *process) kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGCONT) // a frozen process cannot die
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
@@ -733,4 +763,18 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+func get(url string) (string, error) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	res, err := client.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, res.Status)
+	}
+	return string(b), err
 }

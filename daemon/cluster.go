@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/cluster"
+	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/store"
 )
 
@@ -32,6 +33,9 @@ func (d *Daemon) joinCluster(deps *actors.Deps, rcfg *actors.Config) error {
 	deps.Placement = pl
 	deps.Leases = leases{d.store}
 	rcfg.LeaseTTL, rcfg.MemberID = c.LeaseTTL, c.MemberID()
+	// Twice the lease: a message stored by a member cut off from its
+	// session is answered within about that, once the owner is idle.
+	rcfg.OwedSweep = 2 * c.LeaseTTL
 	d.placement = pl
 	return nil
 }
@@ -87,3 +91,19 @@ func (d *Daemon) handleCluster(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(st)
 }
+
+// LeaseClaimed passes the cluster's lease events on to the metrics.
+func (t toolMetrics) LeaseClaimed(s messages.Session, epoch uint64) {
+	if lo, ok := t.Observer.(actors.LeaseObserver); ok {
+		lo.LeaseClaimed(s, epoch)
+	}
+}
+
+// LeaseLost passes the cluster's lease events on to the metrics.
+func (t toolMetrics) LeaseLost(s messages.Session, why string) {
+	if lo, ok := t.Observer.(actors.LeaseObserver); ok {
+		lo.LeaseLost(s, why)
+	}
+}
+
+var _ actors.LeaseObserver = toolMetrics{}

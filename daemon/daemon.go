@@ -166,6 +166,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	d.routes()
 	if d.placement != nil {
 		d.mux.HandleFunc("GET /api/cluster", d.handleCluster)
+		if m := d.Metrics(); m != nil {
+			m.ClusterMembers(len(d.placement.Members()))
+			d.closers = append(d.closers, d.placement.WatchMembers(m.ClusterMembers))
+		}
 	}
 	return d, nil
 }
