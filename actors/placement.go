@@ -322,10 +322,14 @@ func (a *session) holdAck(c actor.Context, m any) {
 
 // grainLoaded acknowledges what arrived while loading and starts the idle
 // timer (cluster mode).
-func (a *session) grainLoaded(c actor.Context) {
+func (a *session) grainLoaded(c actor.Context, m *stateLoaded) {
 	if a.rt.placement == nil {
 		return
 	}
+	// One line per activation in cluster mode: where sessions live, and
+	// what a move costs, is worth a log line.
+	a.logger().Info("session activated here", "epoch", a.fence.Epoch, "history", len(m.state.History),
+		"pending", len(m.state.Pending), "took", time.Since(a.activatedAt).Round(10*time.Microsecond))
 	for _, pid := range a.acks {
 		c.Send(pid, &messages.Routed{SessionKey: a.s.Key()})
 	}
@@ -374,6 +378,7 @@ func (a *session) grainStarted(c actor.Context) bool {
 		return false
 	}
 	a.rt.obs.SessionsActive(a.rt.grains.add(a.s.Key(), c.Self()))
+	a.activatedAt = time.Now()
 	return true
 }
 

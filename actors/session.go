@@ -104,6 +104,8 @@ type session struct {
 	// rescanning is set while one runs (cluster mode, placement.go).
 	live       map[uint64]bool
 	rescanning bool
+	// activatedAt is when this activation started (cluster mode).
+	activatedAt time.Time
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -336,7 +338,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	}
 	stash := a.stash
 	a.stash = nil
-	a.grainLoaded(c)
+	a.grainLoaded(c, m)
 	for _, msg := range stash {
 		a.handle(c, msg)
 	}

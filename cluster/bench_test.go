@@ -144,7 +144,7 @@ func startMembers(t *testing.T, bin string, n int, db string, tg *telegramtest.S
 	for _, s := range slots {
 		_, hp, _ := net.SplitHostPort(s.health)
 		s.env = map[string]string{
-			"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "HERMES_HTTP_ADDR": s.http, "HERMES_LOG_LEVEL": "warn",
+			"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "HERMES_HTTP_ADDR": s.http, "HERMES_LOG_LEVEL": "info",
 			"OPENAI_BASE_URL": mdl.URL(), "HERMES_MODEL": "bench",
 			"TELEGRAM_BOT_TOKEN": tg.Token(), "TELEGRAM_API_URL": tg.URL(), "TELEGRAM_RATE_LIMIT": "off", "TELEGRAM_ALLOWED_USERS": "*",
 			"TELEGRAM_WEBHOOK_URL": lbSrv.URL + "/hook", "TELEGRAM_WEBHOOK_SECRET": "bench-secret", "TELEGRAM_WEBHOOK_LISTEN": s.hook,
@@ -180,4 +180,73 @@ func startMembers(t *testing.T, bin string, n int, db string, tg *telegramtest.S
 		waitMembers(t, slots, n, 30*time.Second)
 	}
 	return slots, lb
+}
+
+// TestMovedSessionActivation measures the activation of a session with 200
+// turns of history on a member it moved to (its member left with SIGTERM):
+// the claim of its lease and the load of its state, as the new member logs
+// it ("session activated here … took"), and the first answer's latency
+// from the user's side, which adds the cluster noticing the leave.
+//
+//	HERMESD_CLUSTER_BENCH=1 go test ./cluster -run Activation -v
+func TestMovedSessionActivation(t *testing.T) {
+	if os.Getenv("HERMESD_CLUSTER_BENCH") != "1" {
+		t.Skip("a measurement: set HERMESD_CLUSTER_BENCH=1")
+	}
+	pg, err := pgtest.Start(context.Background(), pgtest.Options{})
+	if err != nil {
+		pgtest.Skip(t, err)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Stop() })
+	bin := buildHermesd(t)
+	tg := telegramtest.NewServer(t)
+	mdl := modeltest.NewServer(t, modeltest.WithHandler(ackModel))
+	slots, lb := startMembers(t, bin, 2, pg.NewDatabase(t), tg, mdl)
+	const turns = 200
+	lat := closedLoop(t, tg, 1, turns+1) // chat 0: 200 turns, then one more, warm
+	warm := lat.each[len(lat.each)-1]
+	var holder, other *slot
+	for _, s := range slots {
+		if slices.Contains(sessionsOn(t, s), "telegram:dm:"+strconv.FormatInt(chatID(0), 10)) {
+			holder = s
+		} else {
+			other = s
+		}
+	}
+	if holder == nil || other == nil {
+		t.Fatal("the session is on no member, or on both")
+	}
+	lb.remove(holder)
+	if err := holder.cur.stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	holder.cur = nil
+	sent := time.Now()
+	tok := token(0, turns+1)
+	tg.SendText(chatID(0), userID(0), "message "+tok)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var at time.Time
+	if err := tg.WaitFor(ctx, func(calls []telegramtest.Call) bool {
+		for _, c := range calls {
+			if c.ChatID == chatID(0) && strings.Contains(c.Fields["text"], tok) {
+				at = c.Time
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	line := ""
+	for _, l := range strings.Split(tail(other.logPath, 100000), "\n") {
+		if strings.Contains(l, "session activated here") && strings.Contains(l, "telegram:dm:"+strconv.FormatInt(chatID(0), 10)) {
+			line = l
+		}
+	}
+	t.Logf("warm answer %s; after the move: first answer %s; the new member's activation: %s", warm.Round(100*time.Microsecond), at.Sub(sent).Round(100*time.Microsecond), line)
+	if line == "" {
+		t.Error("the new member logged no activation of the session")
+	}
 }
