@@ -155,6 +155,20 @@ func (a *session) handleRenew(c actor.Context) {
 		a.stopFenced(c)
 		return
 	}
+	// protoactor can leave a session activated on a member that is no
+	// longer its key's place (a requester with an old view activated it);
+	// the owner's activations then cannot claim the lease, and the key's
+	// messages go round. Seen twice in a row (a third of a TTL apart, so
+	// not a view in mid-change), the session passivates and releases it.
+	if a.rt.placement.Owns(a.s.Key()) {
+		a.misplaced = 0
+	} else if a.misplaced++; a.misplaced >= 2 {
+		a.logger().Info("session held away from its key's member; passivating so the owner can take it")
+		a.rt.obs.LeaseLost(a.s, "moved")
+		a.leaseClock.Store(0) // what the outbox still holds is resent by the owner
+		c.Stop(c.Self())
+		return
+	}
 	leases, key, f, ttl, timeout := a.rt.leases, a.s.Key(), a.fence, a.rt.cfg.LeaseTTL, a.rt.cfg.StoreTimeout
 	goSend(c, func() any {
 		ctx, cancel := context.WithTimeout(context.Background(), min(timeout, ttl/3))
@@ -212,7 +226,9 @@ func (a *session) releaseLease() {
 	leases, key, f, timeout := a.rt.leases, a.s.Key(), a.fence, a.rt.cfg.StoreTimeout
 	log := a.logger()
 	a.fence = Fence{}
+	a.rt.releasing.Add(1)
 	go func() {
+		defer a.rt.releasing.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if err := leases.Release(ctx, key, f); err != nil {

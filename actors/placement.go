@@ -35,6 +35,9 @@ type Placement interface {
 	// Stop leaves the cluster. Sessions held here are passivated first by
 	// the runtime.
 	Stop()
+	// Owns reports whether this member is where key belongs now. A session
+	// that finds itself elsewhere twice in a row passivates (lease.go).
+	Owns(key string) bool
 }
 
 // route hands msg to the session of key: to its router shard on one node,

@@ -124,6 +124,9 @@ type Runtime struct {
 	placement Placement
 	grains    grains
 	leases    Leases
+	// releasing counts lease releases in flight: shutdown waits for them,
+	// so the next member need not wait for the leases to expire.
+	releasing sync.WaitGroup
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -352,6 +355,7 @@ func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 		// Leaving shuts the actor system down as well.
 		rt.placement.Stop()
 		rt.passivateGrains()
+		rt.releasing.Wait()
 	}
 	// Deliveries in flight finish, until ctx ends; then they are cancelled
 	// (they stay unconfirmed in the store and are sent after the restart).

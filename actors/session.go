@@ -100,6 +100,9 @@ type session struct {
 	leaseClock *atomic.Int64
 	stopRenew  func()
 	fenced     bool
+	// misplaced counts renewals in a row that found this member not the
+	// key's place.
+	misplaced int
 	// live are the stored messages handled since the last load or rescan;
 	// rescanning is set while one runs (cluster mode, placement.go).
 	live       map[uint64]bool

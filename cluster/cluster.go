@@ -63,6 +63,10 @@ type Placement struct {
 
 	mu sync.Mutex
 	c  *protocluster.Cluster
+	// rdv is disthash's placement over the members this member sees, kept
+	// here (the library's own is not safe to read from outside); nil until
+	// the first topology.
+	rdv *protocluster.Rendezvous
 }
 
 // New returns a member that joins when the runtime starts it.
@@ -106,6 +110,15 @@ func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 		protocluster.WithKinds(protocluster.NewKind(Kind, props)),
 		protocluster.WithRequestTimeout(p.cfg.RequestTimeout))
 	c := protocluster.New(sys, cfg)
+	sys.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*protocluster.ClusterTopology); ok {
+			rdv := protocluster.NewRendezvous()
+			rdv.UpdateMembers(t.Members)
+			p.mu.Lock()
+			p.rdv = rdv
+			p.mu.Unlock()
+		}
+	})
 	c.StartMember()
 	p.mu.Lock()
 	p.c = c
@@ -178,6 +191,20 @@ func (p *Placement) Deliver(ctx context.Context, key string, msg proto.Message) 
 			return fmt.Errorf("deliver to %s after %d attempts: %w (last: %v)", key, attempt, werr, err)
 		}
 	}
+}
+
+// Owns reports whether this member is where disthash places key, as this
+// member sees the cluster now (true before it has seen a topology). A
+// session held elsewhere than its key's owner, left behind by a change of
+// members, gives its lease up so the owner can take it.
+func (p *Placement) Owns(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rdv == nil || p.c == nil {
+		return true
+	}
+	owner := p.rdv.GetByClusterIdentity(&protocluster.ClusterIdentity{Identity: key, Kind: Kind})
+	return owner == "" || owner == p.c.ActorSystem.Address()
 }
 
 // Members returns the addresses of the members this one sees, itself

@@ -27,10 +27,10 @@ func (c *clusterInstruments) init(meter metric.Meter) error {
 		return fmt.Errorf("create activations counter: %w", err)
 	}
 	if c.leasesLost, err = meter.Int64Counter("hermesd_cluster_leases_lost",
-		metric.WithDescription("Session activations stopped for their lease (cluster mode), by reason: claim (held elsewhere), renew (renewal failed), expired, fenced (a write refused: another member owns the session).")); err != nil {
+		metric.WithDescription("Session activations stopped for their lease (cluster mode), by reason: claim (held elsewhere), renew (renewal failed), expired, fenced (a write refused: another member owns the session), moved (handed to its key's member).")); err != nil {
 		return fmt.Errorf("create leases-lost counter: %w", err)
 	}
-	c.lostReasons = fixed("claim", "renew", "expired", "fenced")
+	c.lostReasons = fixed("claim", "renew", "expired", "fenced", "moved")
 	return nil
 }
 
