@@ -24,9 +24,13 @@ import (
 // not (a turn, a tool, the TTS actor, the outbox) stays local to the member
 // that holds it.
 type Placement interface {
+	// Bind returns a copy of the session actor's Props that binds each
+	// activation to its key (a grain's name is not its key); the runtime
+	// instruments what it returns, so inspection sees the binding.
+	Bind(session *actor.Props) *actor.Props
 	// Start starts placement on sys, with session as the Props of a
-	// session actor (unbound: the placement binds each activation to its
-	// key). It is called once, before any message is routed.
+	// session actor (from Bind). It is called once, before any message is
+	// routed.
 	Start(sys *actor.ActorSystem, session *actor.Props) error
 	// Deliver routes msg to the session of key and returns once the
 	// session holds it (it answered with *messages.Routed), or with an

@@ -213,7 +213,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 	if rt.placement != nil {
 		// A cluster grain is named by the cluster, not by its key: the
 		// placement binds it from its cluster identity.
-		grain := rt.instrument(KindSession, actor.PropsFromProducer(func() actor.Actor { return newSession(rt) }))
+		grain := rt.instrument(KindSession, rt.placement.Bind(actor.PropsFromProducer(func() actor.Actor { return newSession(rt) })))
 		if err := rt.placement.Start(rt.sys, grain); err != nil {
 			return nil, fmt.Errorf("start cluster: %w", err)
 		}

@@ -89,9 +89,14 @@ func New(cfg Config, log *slog.Logger) (*Placement, error) {
 	return &Placement{cfg: cfg, log: log}, nil
 }
 
-// Start joins the cluster as a member that hosts sessions. session is the
-// session actor's Props; each activation is bound to the key its cluster
-// identity spells.
+// Bind returns session's Props bound, on Started, to the key its cluster
+// identity spells (identity.ByKey).
+func (p *Placement) Bind(session *actor.Props) *actor.Props {
+	return identity.ByKey(session, grainKey)
+}
+
+// Start joins the cluster as a member that hosts sessions, with session
+// (from Bind) as the Props of its grains.
 func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 	host, portS, err := net.SplitHostPort(p.cfg.Bind)
 	if err != nil {
@@ -105,7 +110,7 @@ func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 	if p.cfg.Advertise != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(p.cfg.Advertise))
 	}
-	props := identity.ByKey(session, grainKey).Clone(actor.WithReceiverMiddleware(dropClusterInit))
+	props := session.Clone(actor.WithReceiverMiddleware(dropClusterInit))
 	cfg := protocluster.Configure(p.cfg.Name, p.cfg.Provider, disthash.New(), remote.Configure(host, port, ropts...),
 		protocluster.WithKinds(protocluster.NewKind(Kind, props)),
 		protocluster.WithRequestTimeout(p.cfg.RequestTimeout))

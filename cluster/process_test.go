@@ -7,7 +7,7 @@ package cluster_test
 // with SIGSTOP for 15 s, one is stopped with SIGTERM. Then every message
 // must have been answered exactly once, in order, voice notes as Ogg/Opus.
 //
-//	go test ./cluster -run Processes                         # CI shape: 60 chats
+//	go test ./cluster -run Processes                         # CI shape: 60 chats × 10
 //	HERMESD_CLUSTER_FULL=1 go test ./cluster -run Processes  # issue 17: 200 chats × 10
 
 import (
@@ -45,14 +45,19 @@ const (
 	thinkTime      = 20 * time.Millisecond
 )
 
-// shape is the load: chats, messages per chat, chats with voice replies.
-type shape struct{ chats, perChat, voice int }
+// shape is the load: chats, messages per chat, chats with voice replies,
+// and the pause of a chat between an answer and its next message (so that
+// the load spans every disruption: about 45 s in all).
+type shape struct {
+	chats, perChat, voice int
+	pause                 time.Duration
+}
 
 func loadShape() shape {
 	if os.Getenv("HERMESD_CLUSTER_FULL") == "1" {
-		return shape{chats: 200, perChat: 10, voice: 20}
+		return shape{chats: 200, perChat: 10, voice: 20, pause: 4 * time.Second}
 	}
-	return shape{chats: 60, perChat: 5, voice: 6}
+	return shape{chats: 60, perChat: 10, voice: 6, pause: 4 * time.Second}
 }
 
 func TestClusterOfProcessesSurvivesKillStopAndTerm(t *testing.T) {
@@ -139,6 +144,20 @@ func TestClusterOfProcessesSurvivesKillStopAndTerm(t *testing.T) {
 	}
 	waitMembers(t, slots, 3, 30*time.Second)
 	t.Logf("3 members ready and joined in %s", time.Since(start).Round(time.Millisecond))
+	// /api/status (and the /status page built on it) shows the cluster.
+	if body, err := get("http://" + slots[1].http + "/api/status"); err != nil {
+		t.Errorf("/api/status: %v", err)
+	} else {
+		var st struct {
+			Cluster *struct {
+				Member  string   `json:"member"`
+				Members []string `json:"members"`
+			} `json:"cluster"`
+		}
+		if err := json.Unmarshal([]byte(body), &st); err != nil || st.Cluster == nil || st.Cluster.Member != slots[1].bind || len(st.Cluster.Members) != 3 {
+			t.Errorf("/api/status shows no cluster of 3 with member %s: %s", slots[1].bind, body)
+		}
+	}
 	// `hermesd status` shows the cluster as this member sees it.
 	if out, err := slots[0].run(t, bin, "status", "-errors", "0"); err != nil {
 		t.Errorf("hermesd status: %v\n%s", err, out)
@@ -229,6 +248,30 @@ func TestClusterOfProcessesSurvivesKillStopAndTerm(t *testing.T) {
 	}
 	if j.afterResume > 0 {
 		t.Errorf("%d answers sent again just after the frozen member resumed: stale sends", j.afterResume)
+	}
+	// /api/actors shows the sessions the replacement holds, each bound to
+	// its key (a grain is bound in Started, not from its name).
+	if body, err := get("http://" + victim.http + "/api/actors?kind=session&limit=5000"); err != nil {
+		t.Errorf("/api/actors: %v", err)
+	} else {
+		var page struct {
+			Actors []struct {
+				ID      string `json:"id"`
+				Session string `json:"session"`
+			} `json:"actors"`
+		}
+		if err := json.Unmarshal([]byte(body), &page); err != nil {
+			t.Errorf("/api/actors: %v", err)
+		}
+		held := sessionsOn(t, victim)
+		if len(page.Actors) != len(held) {
+			t.Errorf("/api/actors lists %d session actors, /api/cluster %d sessions", len(page.Actors), len(held))
+		}
+		for _, a := range page.Actors {
+			if !slices.Contains(held, a.Session) {
+				t.Errorf("/api/actors: session actor %s bound to %q", a.ID, a.Session)
+			}
+		}
 	}
 	// The replacement's metrics show the cluster and the sessions it took.
 	if body, err := get("http://" + victim.http + "/metrics"); err != nil {
@@ -325,6 +368,9 @@ func (l *loader) run(t *testing.T) {
 				l.answerAt[tok] = time.Now()
 				l.mu.Unlock()
 				l.answered.Add(1)
+				// A user's pause before the next message (pacing, not
+				// waiting for anything).
+				time.Sleep(l.sh.pause * time.Duration(1+c%3) / 2)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/cluster"
+	"github.com/hermesd/hermesd/inspect"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/store"
 )
@@ -107,3 +108,14 @@ func (t toolMetrics) LeaseLost(s messages.Session, why string) {
 }
 
 var _ actors.LeaseObserver = toolMetrics{}
+
+// clusterInspect is this member for /api/status and /status.
+func (d *Daemon) clusterInspect() *inspect.ClusterStatus {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	held := 0
+	if l, err := d.rt.Sessions(ctx, "", 0, 1); err == nil {
+		held = l.Total
+	}
+	return &inspect.ClusterStatus{Member: d.cfg.Cluster.MemberID(), Members: d.placement.Members(), SessionsHeld: held}
+}
