@@ -74,9 +74,18 @@ func (rt *Runtime) route(ctx context.Context, key string, msg any) error {
 // holds it (or shutdown; the next start's recovery resumes the session), and
 // the platform is acknowledged.
 func (rt *Runtime) routeAccepted(ctx context.Context, m *messages.UserMessage) error {
+	// Shutdown stops the wait: the message is stored, and its session's
+	// owner answers it (recovery, or the sweep of sessions that owe work).
+	ctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(rt.draining, cancel)()
+	defer cancel()
 	err := rt.route(ctx, m.GetSessionKey(), m)
-	if err == nil || rt.ctx.Err() != nil {
-		return err
+	if err == nil {
+		return nil
+	}
+	if rt.draining.Err() != nil {
+		rt.log.Info("shutting down: a stored message is left to its session's owner", "session", m.GetSessionKey(), "message", m.GetMessageId())
+		return nil
 	}
 	rt.log.Warn("session not reached yet; routing on in the background", "session", m.GetSessionKey(), "message", m.GetMessageId(), "err", err)
 	go func() {

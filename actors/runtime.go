@@ -117,6 +117,10 @@ type Runtime struct {
 	sending        atomic.Int64
 	adaptersWG     sync.WaitGroup
 	cancelAdapters context.CancelFunc
+	// draining ends when shutdown begins: routing in cluster mode stops
+	// waiting then (what it carried is stored; placement.go).
+	draining    context.Context
+	stopRouting context.CancelFunc
 	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
@@ -164,6 +168,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 	rt.obs = counting{d.Observer, &rt.runningTurns}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	rt.deliverCtx, rt.cancelDeliver = context.WithCancel(context.Background())
+	rt.draining, rt.stopRouting = context.WithCancel(context.Background())
 
 	opts := append([]actor.ConfigOption{actor.WithLoggerFactory(protoLogger(d.Log))}, d.ActorOptions...)
 	rt.sys = actor.NewActorSystem(opts...)
@@ -332,6 +337,7 @@ func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
 
 func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	rt.accepting.Store(false)
+	rt.stopRouting()
 	rt.cancelAdapters()
 	rt.adaptersWG.Wait()
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
@@ -118,4 +119,38 @@ func (d *Daemon) clusterInspect() *inspect.ClusterStatus {
 		held = l.Total
 	}
 	return &inspect.ClusterStatus{Member: d.cfg.Cluster.MemberID(), Members: d.placement.Members(), SessionsHeld: held}
+}
+
+// watchPauses stops a cluster member that was paused (SIGSTOP, a frozen VM,
+// a machine suspended) for longer than a lease: its sessions' leases lapsed
+// and other members may own them now, and the pinned cluster library blocks
+// a member it declared dead, so the process would stay a member the others
+// never answer, still claiming the sessions its own stale view gives it.
+// It leaves instead (Serve returns an error): a supervisor restarts it as
+// a fresh member.
+func (d *Daemon) watchPauses() (stop func()) {
+	d.fatal = make(chan error, 1)
+	limit := d.cfg.Cluster.LeaseTTL
+	done := make(chan struct{})
+	go func() {
+		const tick = 250 * time.Millisecond
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				// Monotonic time: a pause shows as a long gap between ticks.
+				if gap := now.Sub(last); gap > limit {
+					d.fatal <- fmt.Errorf("this process was paused for %s, longer than the cluster lease (%s): its sessions may have moved; restart it as a fresh member", gap.Round(time.Millisecond), limit)
+					return
+				}
+				last = now
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
 }

@@ -75,6 +75,9 @@ type Daemon struct {
 	reload reloadState
 	// placement is this member of the cluster; nil on a single node.
 	placement *cluster.Placement
+	// fatal carries what makes a cluster member stop on its own (a pause
+	// longer than its leases); Serve then shuts down and returns it.
+	fatal chan error
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -170,6 +173,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 			m.ClusterMembers(len(d.placement.Members()))
 			d.closers = append(d.closers, d.placement.WatchMembers(m.ClusterMembers))
 		}
+		d.closers = append(d.closers, d.watchPauses())
 	}
 	return d, nil
 }
@@ -215,6 +219,12 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("http listener: %w", err)
 		}
 	case <-ctx.Done():
+	case err := <-d.fatal:
+		// Cluster mode: this member cannot stay (daemon/cluster.go).
+		d.log.Error("leaving: "+err.Error(), "err", err)
+		sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace+10*time.Second)
+		defer cancel()
+		return errors.Join(err, d.Close(sctx))
 	}
 	d.log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace+10*time.Second)
