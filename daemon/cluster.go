@@ -90,6 +90,9 @@ func (d *Daemon) handleCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := ClusterStatus{Member: d.cfg.Cluster.MemberID(), Address: d.placement.Address(), Members: d.placement.Members(), Sessions: l.Sessions}
+	if st.Sessions == nil {
+		st.Sessions = []actors.SessionInfo{}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(st)
 }

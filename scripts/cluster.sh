@@ -30,23 +30,26 @@ go build -o bin/hermesd ./cmd/hermesd
 
 work=$(mktemp -d -t hermesd-cluster-XXXXXX)
 pids=()
-cleanup() {
-	trap - EXIT INT TERM
-	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	"$bindir/pg_ctl" -D "$work/pg" -m fast stop >/dev/null 2>&1 || true
-	rm -rf "$work"
-	say "stopped"
-}
-trap cleanup EXIT INT TERM
-
-pgport=7699
 as_pg=()
 if [[ $(id -u) -eq 0 ]]; then
 	# initdb refuses to run as root: the server runs as nobody.
 	chown nobody "$work"
 	as_pg=(runuser -u nobody --)
 fi
+cleanup() {
+	# A second Ctrl-C must not cut the cleanup short.
+	trap '' INT TERM
+	trap - EXIT
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	"${as_pg[@]}" "$bindir/pg_ctl" -D "$work/pg" -m fast stop >/dev/null 2>&1 || true
+	rm -rf "$work"
+	say "stopped"
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+pgport=7699
 say "starting PostgreSQL on 127.0.0.1:$pgport ($work/pg)"
 "${as_pg[@]}" "$bindir/initdb" -D "$work/pg" -U postgres -A trust >/dev/null
 "${as_pg[@]}" "$bindir/pg_ctl" -D "$work/pg" -l "$work/pg.log" -o "-k $work -h 127.0.0.1 -p $pgport" -w start >/dev/null
