@@ -119,9 +119,9 @@ type Runtime struct {
 	cancelAdapters context.CancelFunc
 	// draining ends when shutdown begins: routing in cluster mode stops
 	// waiting then (what it carried is stored; placement.go).
-	draining    context.Context
-	stopRouting context.CancelFunc
-	runningTurns   atomic.Int64
+	draining     context.Context
+	stopRouting  context.CancelFunc
+	runningTurns atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
 	// placement and grains: cluster mode (placement.go).
