@@ -117,11 +117,7 @@ type Runtime struct {
 	sending        atomic.Int64
 	adaptersWG     sync.WaitGroup
 	cancelAdapters context.CancelFunc
-	// draining ends when shutdown begins: routing in cluster mode stops
-	// waiting then (what it carried is stored; placement.go).
-	draining     context.Context
-	stopRouting  context.CancelFunc
-	runningTurns atomic.Int64
+	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
 	// placement and grains: cluster mode (placement.go).
@@ -131,6 +127,10 @@ type Runtime struct {
 	// releasing counts lease releases in flight: shutdown waits for them,
 	// so the next member need not wait for the leases to expire.
 	releasing sync.WaitGroup
+	// draining ends when shutdown begins: routing in cluster mode stops
+	// waiting then (what it carried is stored; placement.go).
+	draining    context.Context
+	stopRouting context.CancelFunc
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
