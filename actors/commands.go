@@ -177,7 +177,7 @@ func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
 	a.saving = false
 	if errors.Is(m.err, ErrFenced) {
 		a.logger().Warn("session fenced off: another member owns it now; stopping", "err", m.err)
-		a.rt.obs.LeaseLost(a.s, "fenced")
+		a.rt.leaseLost(a.s, "fenced")
 		a.stopFenced(c)
 		return
 	}

@@ -127,7 +127,7 @@ func (a *session) handleClaimed(c actor.Context, m *leaseClaimed) {
 	}
 	if m.err != nil {
 		a.logger().Info("session lease not claimed; stopping this activation", "err", m.err)
-		a.rt.obs.LeaseLost(a.s, "claim")
+		a.rt.leaseLost(a.s, "claim")
 		a.stopFenced(c)
 		return
 	}
@@ -140,7 +140,7 @@ func (a *session) handleClaimed(c actor.Context, m *leaseClaimed) {
 	iv := a.rt.cfg.LeaseTTL / 3
 	a.stopRenew = every(c.ActorSystem().Root, c.Self(), iv, iv, &renewLease{})
 	a.logger().Debug("session lease claimed", "epoch", m.fence.Epoch)
-	a.rt.obs.LeaseClaimed(a.s, m.fence.Epoch)
+	a.rt.leaseClaimed(a.s, m.fence.Epoch)
 	a.rt.grains.setEpoch(a.s.Key(), c.Self(), m.fence.Epoch)
 	a.load(c)
 }
@@ -151,7 +151,7 @@ func (a *session) handleRenew(c actor.Context) {
 	}
 	if !a.holdsLease() {
 		a.logger().Warn("session lease expired before it was renewed; stopping")
-		a.rt.obs.LeaseLost(a.s, "expired")
+		a.rt.leaseLost(a.s, "expired")
 		a.stopFenced(c)
 		return
 	}
@@ -164,7 +164,7 @@ func (a *session) handleRenew(c actor.Context) {
 		a.misplaced = 0
 	} else if a.misplaced++; a.misplaced >= 2 {
 		a.logger().Info("session held away from its key's member; passivating so the owner can take it")
-		a.rt.obs.LeaseLost(a.s, "moved")
+		a.rt.leaseLost(a.s, "moved")
 		a.leaseClock.Store(0) // what the outbox still holds is resent by the owner
 		c.Stop(c.Self())
 		return
@@ -186,7 +186,7 @@ func (a *session) handleRenewed(c actor.Context, m *leaseRenewed) {
 		// Fenced, or the store is unreachable: either way this member can
 		// no longer show that it owns the session.
 		a.logger().Warn("session lease not renewed; stopping", "err", m.err)
-		a.rt.obs.LeaseLost(a.s, "renew")
+		a.rt.leaseLost(a.s, "renew")
 		a.stopFenced(c)
 		return
 	}
@@ -235,4 +235,17 @@ func (a *session) releaseLease() {
 			log.Debug("release session lease", "err", err)
 		}
 	}()
+}
+
+// leaseClaimed and leaseLost tell the observer, if it watches leases.
+func (rt *Runtime) leaseClaimed(s messages.Session, epoch uint64) {
+	if lo, ok := rt.obs.(LeaseObserver); ok {
+		lo.LeaseClaimed(s, epoch)
+	}
+}
+
+func (rt *Runtime) leaseLost(s messages.Session, why string) {
+	if lo, ok := rt.obs.(LeaseObserver); ok {
+		lo.LeaseLost(s, why)
+	}
 }

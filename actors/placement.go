@@ -368,7 +368,7 @@ func (a *session) ack(c actor.Context, m any) bool {
 		// Unacknowledged: the caller retries, and the next owner loads the
 		// message as pending.
 		a.logger().Warn("session lease about to lapse; stopping")
-		a.rt.obs.LeaseLost(a.s, "expired")
+		a.rt.leaseLost(a.s, "expired")
 		a.stopFenced(c)
 		return false
 	}

@@ -89,7 +89,7 @@ type Runtime struct {
 	model   model.Completer
 	tools   *tools.Registry
 	guard   *identity.Guard
-	obs     counting
+	obs     Observer
 
 	adapters map[messages.Platform]platforms.Adapter
 	outboxes map[messages.Platform]*actor.PID

@@ -730,7 +730,7 @@ func (a *session) handleSettled(c actor.Context, m *settled) {
 		// Another member owns the session now: it sends what this one
 		// recorded before; this one sends nothing more.
 		a.logger().Warn("session fenced off: another member owns it now; stopping", "err", m.err)
-		a.rt.obs.LeaseLost(a.s, "fenced")
+		a.rt.leaseLost(a.s, "fenced")
 		a.stopFenced(c)
 		return
 	}
