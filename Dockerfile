@@ -1,6 +1,6 @@
 # hermesd in a container: a static Go binary on a small Debian with the two
-# speech tools it runs (espeak-ng, lame), as a non-root user, with
-# HERMES_HOME on a volume.
+# speech tools it runs (espeak-ng, lame) and poppler's pdftotext (PDFs sent
+# in a chat), as a non-root user, with HERMES_HOME on a volume.
 #
 #   docker build -t hermesd --build-arg COMMIT=$(git rev-parse HEAD) \
 #       --build-arg BUILD_TIME=$(git log -1 --format=%cI) .
@@ -24,7 +24,7 @@ RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends espeak-ng lame ca-certificates \
+ && apt-get install -y --no-install-recommends espeak-ng lame poppler-utils ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin hermesd \
  && mkdir -p /data && chown hermesd:hermesd /data

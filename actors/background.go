@@ -111,7 +111,8 @@ func (a *session) handleStartBackground(c actor.Context, m *startBackground) {
 	}
 	a.turnSeq = a.rt.turnIDs.Add(1)
 	ctx, cancel := context.WithTimeout(a.rt.ctx, a.rt.cfg.TurnTimeout)
-	t := &turn{rt: a.rt, ctx: ctx, id: a.turnSeq, session: c.Self(), reportTo: c.Self(), history: a.history, kind: m.kind}
+	t := &turn{rt: a.rt, ctx: ctx, id: a.turnSeq, session: c.Self(), reportTo: c.Self(), history: a.history, kind: m.kind, model: a.model}
+	t.summary = a.summary
 	prompt := m.prompt
 	switch m.kind {
 	case kindReview:
@@ -174,6 +175,7 @@ func (a *session) handleBackgroundDone(c actor.Context, id uint64, b *bgTurn, m 
 	default:
 		if !m.failed {
 			a.history = append(a.history, m.produced...)
+			a.appended += len(m.produced)
 			st.History = m.produced
 		}
 		if text == "" {
@@ -201,6 +203,9 @@ func (a *session) handleBackgroundGone(c actor.Context, m *bgGone) {
 	}
 	a.logger().Warn("background follow-up ended without answering", "kind", b.kind, "why", m.why)
 	a.endBackground(c, m.turn, b)
+	if b.kind == kindCompress {
+		a.compressGone(c, m.why)
+	}
 	if b.kind == kindCron || b.kind == kindBackground {
 		a.settle(c, Settlement{Replies: []*messages.Delivery{{Kind: messages.DeliveryKind_DELIVERY_KIND_TEXT,
 			Text: "⚠️ A " + backgroundName(b.kind) + " " + m.why + ".", Last: true, Origin: string(b.kind)}}})

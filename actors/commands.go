@@ -23,7 +23,14 @@ const helpText = `Commands:
 /busy interrupt|queue|steer — what a message does while I'm still answering: interrupt and restart with both (default), wait its turn, or steer the running answer
 /background <prompt> — work on a prompt in the background; the result arrives here
 /approve [n], /deny [n] — answer a tool's request to run (a terminal command)
-/mcp — the MCP servers and their tools`
+/mcp — the MCP servers and their tools
+/model [name] — list the models, or switch this chat to one
+/usage — tokens and cost of this chat, today and in total
+/compress — summarise the older part of this conversation now (it also happens by itself when it grows too long)
+/retry — answer your last message again
+/undo — remove the last exchange from the conversation
+/title [text] — show or set this conversation's title
+/sessions — this chat's earlier conversations; /resume <n> — go back to one`
 
 // parseCommand splits "/cmd@bot arg" into ("cmd", "arg"). Only a leading
 // slash followed by a letter is a command, so "/ 2" or a path stays text.
@@ -65,6 +72,22 @@ func (a *session) handleCommand(c actor.Context, m *messages.UserMessage, cmd, a
 		a.reply(c, m, "Send /new again to start a new conversation.")
 	case "voice":
 		a.voiceCommand(c, m, arg)
+	case "model", "models":
+		a.modelCommand(c, m, arg)
+	case "usage":
+		a.usageCommand(c, m)
+	case "compress":
+		a.maybeCompress(c, m)
+	case "undo":
+		a.undo(c, m, false)
+	case "retry":
+		a.undo(c, m, true)
+	case "title":
+		a.title(c, m, arg)
+	case "sessions", "conversations":
+		a.listConversations(c, m)
+	case "resume":
+		a.resume(c, m, arg)
 	case "busy":
 		if arg == "" {
 			a.reply(c, m, fmt.Sprintf("Busy policy: %s. Use /busy interrupt|queue|steer.", a.busy))
@@ -120,6 +143,7 @@ func (a *session) handleReset(c actor.Context, m *conversationReset) {
 	inputs = append(inputs, a.queued...)
 	a.queued = nil
 	a.history = nil
+	a.summary = ""
 	a.conv = m.conv
 	d := textReply("✨ Started a new conversation.", append(inputs, m.m), originCommand)
 	a.settle(c, Settlement{Inputs: seqs(inputs), Outcome: Cancelled, Replies: []*messages.Delivery{d}})
@@ -193,7 +217,7 @@ func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
 func (a *session) status() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Session %s\n", a.s.Key())
-	fmt.Fprintf(&b, "Model: %s\n", a.rt.cfg.ModelName)
+	fmt.Fprintf(&b, "Model: %s\n", a.currentModel())
 	if a.turn != nil {
 		fmt.Fprintf(&b, "Working on a reply for %s\n", time.Since(a.turn.started).Round(time.Millisecond))
 	} else {
@@ -206,6 +230,7 @@ func (a *session) status() string {
 		fmt.Fprintf(&b, "Background tasks: %d\n", len(a.bg))
 	}
 	fmt.Fprintf(&b, "Messages in context: %d\n", len(a.history))
+	fmt.Fprintf(&b, "Context: %s%s\n", a.contextSize(), a.summaryNote())
 	fmt.Fprintf(&b, "Voice mode: %s; busy policy: %s", a.voice, a.busy)
 	return b.String()
 }

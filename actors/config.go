@@ -14,7 +14,10 @@ type Config struct {
 	// SweepInterval is how often the router looks for idle sessions; 0
 	// disables passivation (tests, benchmarks).
 	SweepInterval time.Duration
-	// HistoryLimit is how many recent messages a session keeps in context.
+	// HistoryLimit bounds the messages after the conversation's summary a
+	// session loads and keeps in memory: a safety net, since compression
+	// keeps a conversation near its token budget and each request sends
+	// only what fits the budget.
 	HistoryLimit int
 	// MaxToolRounds bounds model↔tool iterations in one turn; the last call
 	// is made without tools so the model must answer.
@@ -65,6 +68,24 @@ type Config struct {
 	// is asked to look again (0: never): messages stored by a member that
 	// could not reach their session are answered by its owner.
 	OwedSweep time.Duration
+	// ContextTokens is a model's context window when Deps.ContextTokens
+	// does not know it; AnswerReserve is kept free of it for the answer.
+	// A conversation whose history no longer fits the rest is compressed
+	// (compress.go), and each request sends the newest history that fits.
+	ContextTokens, AnswerReserve int
+	// ToolResultLimit caps, in bytes, a tool result as the model sees it
+	// (the history keeps it whole); 0 means no cap.
+	ToolResultLimit int
+	// CompressKeep is the share of the budget (0–1) kept as the newest
+	// messages, verbatim, when a conversation is compressed.
+	CompressKeep float64
+	// Vision says the model is given photos as image content parts; off,
+	// it gets a description and the user is told once per session.
+	Vision bool
+	// DraftInterval is the least time between two drafts of a streamed
+	// reply sent by a turn to its session (the first goes at once); 0 means
+	// 50 ms. Platforms pace drafts further to their own limits.
+	DraftInterval time.Duration
 }
 
 // DefaultConfig returns the defaults used by the daemon.
@@ -72,7 +93,7 @@ func DefaultConfig() Config {
 	return Config{
 		IdleTimeout:       30 * time.Minute,
 		SweepInterval:     time.Minute,
-		HistoryLimit:      200,
+		HistoryLimit:      1000,
 		MaxToolRounds:     8,
 		TurnTimeout:       10 * time.Minute,
 		ToolTimeout:       2 * time.Minute,
@@ -93,5 +114,9 @@ func DefaultConfig() Config {
 		MaxDelegates:      3,
 		MaxDelegatesTotal: 64,
 		SchedulerInterval: time.Second,
+		ContextTokens:     32768,
+		AnswerReserve:     4096,
+		ToolResultLimit:   16 << 10,
+		CompressKeep:      0.5,
 	}
 }

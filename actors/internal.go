@@ -21,6 +21,9 @@ type turnDone struct {
 	unsteered []*messages.UserMessage
 	// tokensIn and tokensOut are the model's usage over the turn.
 	tokensIn, tokensOut int
+	// visionNoticed says the reply told the user the model cannot see
+	// images (once per session).
+	visionNoticed bool
 }
 
 // voiceReply is sent by a bound actor (a tool) to its session: deliver this

@@ -17,7 +17,8 @@ type Observer interface {
 	SessionPassivated()
 	TurnStarted(s messages.Session)
 	TurnFinished(s messages.Session, outcome string, d time.Duration)
-	ModelCall(promptTokens, completionTokens int)
+	// ModelCall is one answered completion of the catalog model named model.
+	ModelCall(model string, promptTokens, completionTokens int)
 	ToolCall(tool, outcome string, d time.Duration)
 	Delivery(p messages.Platform, kind, outcome string, d time.Duration)
 }
@@ -40,7 +41,7 @@ func (nopObserver) SessionsActive(int)                                        {}
 func (nopObserver) SessionPassivated()                                        {}
 func (nopObserver) TurnStarted(messages.Session)                              {}
 func (nopObserver) TurnFinished(messages.Session, string, time.Duration)      {}
-func (nopObserver) ModelCall(int, int)                                        {}
+func (nopObserver) ModelCall(string, int, int)                                {}
 func (nopObserver) ToolCall(string, string, time.Duration)                    {}
 func (nopObserver) Delivery(messages.Platform, string, string, time.Duration) {}
 

@@ -39,6 +39,9 @@ type outItem struct {
 	// (unix nanoseconds, moved on by each renewal): past it, the reply is
 	// not sent from here (lease.go).
 	until *atomic.Int64
+	// draft, if set, is a streamed draft to show instead of a delivery (d
+	// is nil); a newer draft of the same reply replaces it while it waits.
+	draft *messages.Draft
 }
 
 // resend is a Delivery a session loaded as unconfirmed at activation.
@@ -75,6 +78,12 @@ func (o *outbox) Receive(c actor.Context) {
 			return
 		}
 		o.enqueue(s, outItem{d: m.d, replyTo: c.Sender(), resend: m.resend, until: m.until})
+	case *messages.Draft:
+		s, err := o.rt.guard.Require(c)
+		if err != nil {
+			return
+		}
+		o.enqueue(s, outItem{draft: m})
 	case *indicate:
 		s, err := o.rt.guard.Require(c)
 		if err != nil {
@@ -90,7 +99,13 @@ func (o *outbox) Receive(c actor.Context) {
 func (o *outbox) enqueue(s messages.Session, it outItem) {
 	o.mu.Lock()
 	q, running := o.queues[s]
-	o.queues[s] = append(q, it)
+	if n := len(q); n > 0 && it.draft != nil && q[n-1].draft.GetId() == it.draft.GetId() && !q[n-1].draft.GetCancelled() {
+		// Only the latest text of a reply is worth showing: a draft still
+		// waiting behind a slow platform is replaced, not queued behind.
+		q[n-1].draft = it.draft
+	} else {
+		o.queues[s] = append(q, it)
+	}
 	o.mu.Unlock()
 	if !running {
 		o.rt.sending.Add(1)
@@ -117,6 +132,10 @@ func (o *outbox) drain(s messages.Session) {
 }
 
 func (o *outbox) send(s messages.Session, it outItem) {
+	if it.draft != nil {
+		o.sendDraft(s, it.draft)
+		return
+	}
 	if it.until != nil && time.Now().UnixNano() > it.until.Load() {
 		// The activation that recorded this reply no longer holds the
 		// session (this member was frozen, or cut off from the store): the
@@ -211,3 +230,17 @@ func (o *outbox) indicate(s messages.Session, action string) {
 }
 
 var _ identity.SessionScoped = (*indicate)(nil)
+
+// sendDraft shows a streamed draft. A failure is logged and forgotten: the
+// final reply that follows is what must arrive.
+func (o *outbox) sendDraft(s messages.Session, d *messages.Draft) {
+	dr, ok := o.adapter.(platforms.Drafter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(o.rt.deliverCtx, o.rt.cfg.SendTimeout)
+	defer cancel()
+	if err := dr.Draft(ctx, s, d); err != nil {
+		o.rt.log.Debug("draft failed", "session", s.Key(), "draft", d.GetId(), "err", err)
+	}
+}

@@ -36,6 +36,12 @@ type SessionState struct {
 	// Unsent are replies queued in the outbox that the platform has not
 	// confirmed, in order; the session sends them before anything else.
 	Unsent []*messages.Delivery
+	// Model is the catalog model the chat chose with /model ("" for the
+	// default); a Persistence that keeps it implements ModelSaver.
+	Model string
+	// Summary stands for the conversation's messages before History, once
+	// it was compressed (compress.go); "" when it was not.
+	Summary string
 }
 
 // Outcome is how a session settled accepted messages.

@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
@@ -60,6 +61,19 @@ type Deps struct {
 	Placement Placement
 	// Leases, with Placement, fences each session (lease.go).
 	Leases Leases
+	// Models, if set, is the model catalog: /model lists and switches
+	// among it, /usage prices by it (actors/models.go).
+	Models Catalog
+	// Usage, if set, books every model call's tokens per session and model
+	// and answers /usage.
+	Usage UsageBook
+	// ContextTokens, if set, returns the context window of a model by name
+	// ("" is the default model), or 0 when it does not know it (then
+	// Config.ContextTokens applies).
+	ContextTokens func(model string) int
+	// Media, if set, is where adapters stored the photos and documents of
+	// inbound messages; a turn reads photos from it for the model.
+	Media *media.Store
 }
 
 // Kind is what an actor of the tree is, as passed to Deps.Instrument and
@@ -107,6 +121,8 @@ type Runtime struct {
 	delegateSeq   atomic.Uint64
 	turnIDs       atomic.Uint64
 	shutdownOnce  sync.Once
+	catalog       Catalog
+	usage         UsageBook
 
 	// ctx is the parent of every turn's context; deliverCtx of every send.
 	ctx, deliverCtx       context.Context
@@ -131,6 +147,12 @@ type Runtime struct {
 	// waiting then (what it carried is stored; placement.go).
 	draining    context.Context
 	stopRouting context.CancelFunc
+	// tokens calibrates token estimates per model; contextTokens is
+	// Deps.ContextTokens.
+	tokens        tokenMeter
+	contextTokens func(model string) int
+	// media holds inbound photos and documents (nil: none are read).
+	media *media.Store
 }
 
 // Start builds the actor system and the tree, and starts the adapters.
@@ -157,11 +179,14 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		outboxes:   make(map[messages.Platform]*actor.PID),
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
+		media:     d.Media,
 		placement: d.Placement, leases: d.Leases,
 	}
 	if rt.leased() && rt.cfg.LeaseTTL <= 0 {
 		return nil, errors.New("actors: leases need a positive LeaseTTL")
 	}
+	rt.catalog, rt.usage = d.Models, d.Usage
+	rt.contextTokens = d.ContextTokens
 	if rt.instrument == nil {
 		rt.instrument = func(_ Kind, p *actor.Props) *actor.Props { return p }
 	}

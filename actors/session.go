@@ -109,6 +109,24 @@ type session struct {
 	rescanning bool
 	// activatedAt is when this activation started (cluster mode).
 	activatedAt time.Time
+	// model is the catalog model the chat chose with /model, "" for the
+	// default (actors/models.go).
+	model string
+
+	// summary stands for the conversation's compressed beginning
+	// (compress.go). appended counts the messages ever appended to history:
+	// a store call that returns a fresh history is answered with it plus
+	// what was appended since the call. compressAsker is the /compress the
+	// running compressor answers.
+	summary       string
+	appended      int
+	compressAsker *messages.UserMessage
+	// compressAfter holds automatic compression back until appended
+	// reaches it (after a failed one).
+	compressAfter int
+	// visionNoticed: the user was told this session's model cannot see
+	// images (attachments.go), so later photos are not told again.
+	visionNoticed bool
 }
 
 // runningTurn is the session's handle on its turn: it owns the context that
@@ -126,6 +144,13 @@ type runningTurn struct {
 	// expiry fires if the turn has not reported by its deadline plus a grace
 	// period: the session answers for it whatever the turn is doing.
 	expiry *time.Timer
+	// draftID names the turn's streamed draft ("" when it does not stream);
+	// draftVersion counts the drafts forwarded; held is the latest draft,
+	// waiting for replies recorded before it to leave (stream.go). Here
+	// rather than on the session, so that an idle session pays nothing.
+	draftID      string
+	draftVersion uint64
+	held         *messages.Draft
 }
 
 // turnGrace is how long past its deadline a turn may take to report before
@@ -234,6 +259,8 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleBackgroundGone(c, m)
 	case *typingTick:
 		a.handleTyping(c, m)
+	case *draftUpdate:
+		a.handleDraft(c, m)
 	case *settled:
 		a.handleSettled(c, m)
 	case *settingsSaved:
@@ -246,6 +273,14 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleReceipt(m)
 	case *messages.SessionResume, *messages.SessionReset, *idleCheck, *rescanned:
 		a.handleGrain(c, m)
+	case *commandReply:
+		a.reply(c, m.m, m.text)
+	case *compressResult:
+		a.handleCompressResult(c, m)
+	case *compacted:
+		a.handleCompacted(c, m)
+	case *resumed:
+		a.handleResumed(c, m)
 	default:
 		a.logger().Warn("session: unhandled message", "type", fmt.Sprintf("%T", m))
 	}
@@ -315,6 +350,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	} else {
 		st := m.state
 		a.history = slices.Clip(st.History)
+		a.summary = st.Summary
 		if st.Voice != "" {
 			a.voice = st.Voice
 		}
@@ -324,6 +360,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 		if st.Conversation > 0 {
 			a.conv = st.Conversation
 		}
+		a.model = st.Model
 		// What the platform never confirmed leaves first, in order.
 		if n := len(st.Unsent); n > 0 {
 			a.resendUpTo = st.Unsent[n-1].GetSeq()
@@ -453,7 +490,11 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 		history:  a.history,
 		inputs:   inputs,
 		kind:     kindTurn,
+		model:    a.model,
+		summary:  a.summary,
 	}
+	t.vision, t.noticeVision = a.rt.visionFor(a.model), !a.visionNoticed
+	draftID := a.streamTurn(c, t, voiceIn)
 	// Counted before it is spawned: the turn runs at once on its own
 	// goroutine, and a metric or /status read while its tools run must
 	// already include it.
@@ -471,6 +512,7 @@ func (a *session) startTurn(c actor.Context, inputs []*messages.UserMessage) {
 	}
 	a.logger().Debug("turn started", "turn", a.turnSeq, "inputs", answers(inputs))
 	rt := &runningTurn{id: a.turnSeq, pid: pid, cancel: cancel, inputs: inputs, conv: a.conv, voiceIn: voiceIn, started: started}
+	rt.draftID = draftID
 	a.turn = rt
 	id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
 	rt.expiry = time.AfterFunc(a.rt.cfg.TurnTimeout+turnGrace, func() { sys.Root.Send(self, &turnExpired{turn: id}) })
@@ -517,6 +559,7 @@ func (a *session) cancelTurn(c actor.Context, why string) {
 		return
 	}
 	t := a.endTurn(c, why)
+	a.closeDraft(c, t, false)
 	a.logger().Info("turn", "turn", t.id, "outcome", why, "duration", time.Since(t.started).Round(time.Millisecond),
 		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName)
 }
@@ -552,6 +595,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 		outcome = "error"
 	}
 	t := a.endTurn(c, outcome)
+	a.visionNoticed = a.visionNoticed || m.visionNoticed
 	a.logger().Info("turn", "turn", t.id, "outcome", outcome, "duration", time.Since(t.started).Round(time.Millisecond),
 		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
 	// Steer messages the turn could not use are answered by a turn of their
@@ -559,12 +603,16 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
 		return slices.Contains(m.unsteered, in)
 	})
-	for _, in := range inputs {
-		if in.GetText() != "" {
-			a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+	if t.conv == a.conv { // else /resume went to another conversation meanwhile
+		for _, in := range inputs {
+			if in.GetText() != "" {
+				a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+				a.appended++
+			}
 		}
+		a.history = append(a.history, m.produced...)
+		a.appended += len(m.produced)
 	}
-	a.history = append(a.history, m.produced...)
 	if n := a.rt.cfg.HistoryLimit; n > 0 && len(a.history) > 2*n {
 		a.history = slices.Clip(slices.Clone(a.history[len(a.history)-n:]))
 	}
@@ -572,9 +620,12 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 
 	st := Settlement{Conversation: t.conv, Inputs: seqs(inputs), Outcome: Answered, History: m.produced,
 		Replies: []*messages.Delivery{textReply(m.reply, inputs, originTurn)}}
+	st.Replies[0].PromptTokens, st.Replies[0].CompletionTokens = int64(m.tokensIn), int64(m.tokensOut)
 	if m.failed {
 		st.Outcome = Failed
 	}
+	a.closeDraft(c, t, true)
+	finalFor(t, st.Replies[0])
 	if !m.failed && !t.spoke && a.speaks(t.voiceIn) && strings.TrimSpace(m.reply) != "" {
 		st.Replies[0].Last = false
 		st.Replies = append(st.Replies, a.voicePlaceholder(m.reply, inputs, originTurn))
@@ -583,6 +634,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	a.queued = append(a.queued, m.unsteered...)
 	if !m.failed {
 		a.afterTurn(c)
+		a.maybeCompress(c, nil)
 	}
 	a.next(c)
 }
@@ -597,8 +649,10 @@ func (a *session) handleTurnExpired(c actor.Context, m *turnExpired) {
 	t := a.endTurn(c, "timeout")
 	a.logger().Warn("turn", "turn", t.id, "outcome", "timeout", "duration", time.Since(t.started).Round(time.Millisecond),
 		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "limit", a.rt.cfg.TurnTimeout)
-	a.settle(c, Settlement{Inputs: seqs(t.inputs), Outcome: Failed, Replies: []*messages.Delivery{
-		textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)}})
+	expired := textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)
+	a.closeDraft(c, t, true)
+	finalFor(t, expired)
+	a.settle(c, Settlement{Inputs: seqs(t.inputs), Outcome: Failed, Replies: []*messages.Delivery{expired}})
 	a.next(c)
 }
 
@@ -660,6 +714,7 @@ func (a *session) flush(c actor.Context) {
 	if len(a.sendQ) == 0 {
 		a.sendQ = nil // an idle session keeps no array
 	}
+	a.flushDrafts(c)
 }
 
 // synthesize asks the TTS actor for placeholder d's speech and fills d in.

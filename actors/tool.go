@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -203,16 +202,7 @@ func (a *toolActor) report(c actor.Context, content string, err error) {
 // tool that returns 50 MB must not fill the model's context or the history.
 const MaxToolResult = 64 << 10
 
-func capResult(s string) string {
-	if len(s) <= MaxToolResult {
-		return s
-	}
-	cut := MaxToolResult
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n[… result truncated: %d of %d bytes shown]", cut, len(s))
-}
+func capResult(s string) string { return truncateForModel(s, MaxToolResult) }
 
 // release gives back what the call holds: its context, timer, and an
 // answer to a tool goroutine still waiting for a sub-agent.

@@ -55,6 +55,31 @@ type turn struct {
 	steer               []*messages.UserMessage
 	toolSeq             int
 	finished            bool
+	// model is the catalog model the chat chose ("" for the default);
+	// fallback names the model that answered instead, if one did.
+	model    string
+	fallback string
+
+	// summary stands for the conversation's compressed beginning; the
+	// model sees it at the end of the system prompt (compress.go).
+	summary string
+	// head is how many messages open convo (the system prompt) and
+	// histEnd where the history ends in it: the history between them is
+	// what a request drops, oldest first, when the whole does not fit.
+	head, histEnd int
+	// estimate is the last request's estimated tokens, before calibration,
+	// compared with what the server reports.
+	estimate int
+	reqModel string
+
+	// vision says the model gets photos as images; noticeVision that this
+	// turn may tell the user, once for the session, that it does not.
+	// notices go before the reply (attachments.go).
+	vision, noticeVision, visionNoticed bool
+	notices                             []string
+	// stream, if set, forwards the answer to the session as it is written
+	// (stream.go).
+	stream *draftStream
 }
 
 // Receive handles lifecycle first, then one handler per message.
@@ -85,38 +110,42 @@ func (t *turn) Receive(c actor.Context) {
 func (t *turn) begin(c actor.Context) {
 	s, _ := identity.Of(c) // bound by construction: the turn's parent is its session
 	t.convo = make([]model.Message, 0, len(t.history)+len(t.inputs)+4)
-	t.convo = append(t.convo, model.Message{Role: "system", Content: t.rt.systemPrompt(s, t.instructions)})
+	t.convo = append(t.convo, model.Message{Role: "system", Content: withSummary(t.rt.systemPrompt(s, t.instructions), t.summary)})
+	t.head = len(t.convo)
 	t.convo = append(t.convo, t.history...)
+	t.histEnd = len(t.convo)
 	for _, in := range t.inputs {
-		t.convo = append(t.convo, userContent(in))
+		t.convo = append(t.convo, t.withImages(in, userContent(in, t.vision)))
 	}
+	t.notices, t.visionNoticed = attachmentNotices(t.inputs, t.vision, t.noticeVision)
 	t.callModel(c)
 }
 
 // userContent renders an inbound message the way the model should read it.
-func userContent(m *messages.UserMessage) model.Message {
+func userContent(m *messages.UserMessage, vision bool) model.Message {
 	var b strings.Builder
 	if m.GetFromVoice() {
 		b.WriteString("[The user sent a voice message. Transcript:] ")
 	}
 	b.WriteString(m.GetText())
 	for _, a := range m.GetAttachments() {
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "[attachment: %s %q, %s, %d bytes", a.GetKind(), a.GetName(), a.GetMimeType(), a.GetSize())
-		if a.GetDurationSecs() > 0 {
-			fmt.Fprintf(&b, ", %.1f s", a.GetDurationSecs())
-		}
-		b.WriteByte(']')
+		writeAttachment(&b, a, vision)
 	}
 	return model.Message{Role: "user", Content: b.String()}
 }
 
 func (t *turn) callModel(c actor.Context) {
-	req := model.Request{Messages: t.convo}
+	req := model.Request{Model: t.model}
 	if t.rounds < t.rt.cfg.MaxToolRounds {
 		req.Tools = t.specs()
+	}
+	// req.Model, once the chat's model is set above, also picks the
+	// budget and the calibration of the request's size.
+	t.reqModel = req.Model
+	req.Messages, t.estimate = t.request(req.Tools)
+	if t.stream != nil {
+		t.stream.round()
+		req.OnDelta = t.stream.onDelta
 	}
 	ctx, m, rt := t.ctx, t.rt.model, t.rt
 	s, _ := identity.Of(c)
@@ -135,6 +164,9 @@ func (t *turn) callModel(c actor.Context) {
 			req.Messages = msgs
 		}
 		resp, err := m.Complete(ctx, req)
+		if err == nil {
+			rt.bookUsage(ctx, s, rt.modelName(resp.Model, req.Model), resp.Usage)
+		}
 		return &modelDone{resp: resp, err: err, extra: extra}
 	})
 }
@@ -166,6 +198,10 @@ func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
 	if t.ctx.Err() != nil {
 		return // cancelled: the session is no longer listening
 	}
+	if !t.extraLoaded {
+		// The request's estimate could not count what was fetched with it.
+		t.estimate += tokensOf(len(m.extra))
+	}
 	t.extra, t.extraLoaded = m.extra, true
 	if m.err != nil {
 		t.rt.log.Warn("model call failed", "session", t.sessionKey(c), "err", m.err)
@@ -178,9 +214,13 @@ func (t *turn) handleModelDone(c actor.Context, m *modelDone) {
 func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	msg := resp.Message
 	msg.Role = "assistant"
-	t.rt.obs.ModelCall(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.rt.obs.ModelCall(t.rt.modelName(resp.Model, t.model), resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	t.rt.tokens.observe(t.reqModel, t.estimate, resp.Usage.PromptTokens)
 	t.tokensIn += resp.Usage.PromptTokens
 	t.tokensOut += resp.Usage.CompletionTokens
+	if resp.Fallback {
+		t.fallback = resp.Model
+	}
 	if len(msg.ToolCalls) == 0 || t.rounds >= t.rt.cfg.MaxToolRounds {
 		msg.ToolCalls = nil
 		t.produced = append(t.produced, msg)
@@ -191,6 +231,9 @@ func (t *turn) handleModel(c actor.Context, resp model.Response) {
 	t.convo = append(t.convo, msg)
 	t.produced = append(t.produced, msg)
 	t.calls = msg.ToolCalls
+	if t.stream != nil {
+		t.stream.running(msg.ToolCalls)
+	}
 	t.results = make(map[string]*toolResult, len(msg.ToolCalls))
 	t.tools = make(map[string]*actor.PID, len(msg.ToolCalls))
 	// Fan out: every call is its own child actor, all at once.
@@ -250,8 +293,10 @@ func (t *turn) maybeContinue(c actor.Context) {
 	}
 	t.calls, t.results, t.tools = nil, nil, nil
 	for _, m := range t.steer {
-		um := userContent(m)
+		um := t.withImages(m, userContent(m, t.vision))
 		t.convo = append(t.convo, um)
+		more, gave := attachmentNotices([]*messages.UserMessage{m}, t.vision, t.noticeVision && !t.visionNoticed)
+		t.notices, t.visionNoticed = append(t.notices, more...), t.visionNoticed || gave
 	}
 	t.steer = nil
 	t.callModel(c)
@@ -265,7 +310,16 @@ func (t *turn) finish(c actor.Context, reply string, failed bool) {
 		return
 	}
 	t.finished = true
+	if t.fallback != "" && !failed && t.kind == kindTurn && reply != "" {
+		reply += fallbackNotice(t.fallback)
+	}
+	if t.stream != nil {
+		t.stream.stop()
+	}
 	done := &turnDone{turn: t.id, reply: reply, failed: failed, unsteered: t.steer, tokensIn: t.tokensIn, tokensOut: t.tokensOut}
+	if t.kind == kindTurn {
+		done.reply, done.visionNoticed = withNotices(t.notices, reply), t.visionNoticed
+	}
 	if !failed && (t.kind == kindTurn || t.kind == kindCron || t.kind == kindBackground) {
 		done.produced = t.produced
 	}

@@ -92,6 +92,11 @@ type Config struct {
 	// that many turns of a conversation; 0 turns them off.
 	ReviewEvery int
 	SweepEvery  int
+	// ContextTokens is the model's context window, for the token budget
+	// that triggers compression; ToolResultLimit caps (in bytes) a tool
+	// result as the model sees it, 0 for no cap.
+	ContextTokens   int
+	ToolResultLimit int
 
 	// Tools are the settings of the tools that act (config/tools.go).
 	Tools Tools
@@ -102,6 +107,14 @@ type Config struct {
 
 	// Cluster are the settings of cluster mode (config/cluster.go).
 	Cluster Cluster
+	// Models is the model catalog (config/models.go): config.yaml's
+	// `models:` list, else one entry from OPENAI_BASE_URL, OPENAI_API_KEY
+	// and HERMES_MODEL, else empty (the offline assistant). DefaultModel is
+	// `default_model:`, "" for the first entry.
+	Models       []ModelEntry
+	DefaultModel string
+	// Media are the settings of inbound images and documents (config/media.go).
+	Media Media
 }
 
 // keys lists every setting: its environment name (also its config.yaml key),
@@ -150,14 +163,16 @@ var keys = append([]struct {
 	{"HERMES_IDLE_TIMEOUT", "30m", false},
 	{"HERMES_BUSY_POLICY", "interrupt", false},
 	{"HERMES_SYSTEM_PROMPT", "", false},
-	{"HERMES_HISTORY_LIMIT", "200", false},
+	{"HERMES_HISTORY_LIMIT", "1000", false},
 	{"HERMES_MAX_TOOL_ROUNDS", "8", false},
 	{"HERMES_TURN_TIMEOUT", "10m", false},
 	{"HERMES_SHUTDOWN_GRACE", "10s", false},
 	{"HERMES_REVIEW_EVERY", "10", false},
 	{"HERMES_SWEEP_EVERY", "5", false},
 	{"HERMES_DATABASE_URL", "", true},
-}, append(toolKeys, clusterKeys...)...)
+	{"HERMES_CONTEXT_TOKENS", "32768", false},
+	{"HERMES_TOOL_RESULT_LIMIT", "16384", false},
+}, append(append(toolKeys, mediaKeys...), clusterKeys...)...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
 // HERMES_HOME/.env, then the environment through lookup (os.LookupEnv in the
@@ -175,7 +190,10 @@ func Load(lookup func(string) (string, bool)) (Config, error) {
 	mcp, merr := ReadMCP(filepath.Join(vals["HERMES_HOME"], ConfigFile))
 	c.Tools.MCPServers = mcp
 	c.Tools.ChildEnv = childEnv(lookup)
-	return c, errors.Join(err, merr)
+	models, def, cerr := readModels(filepath.Join(vals["HERMES_HOME"], ConfigFile), lookup)
+	c.catalog(models)
+	c.DefaultModel = def
+	return c, errors.Join(err, merr, cerr)
 }
 
 // Home returns HERMES_HOME as lookup gives it, or ~/.hermesd.
@@ -248,6 +266,9 @@ func readYAML(path string, vals map[string]string) error {
 		name := strings.ToUpper(k)
 		if mcpKeys[name] {
 			continue // a nested list, read by ReadMCP
+		}
+		if modelKeys[name] {
+			continue // the model catalog, read by readModels
 		}
 		if !Known(name) || name == "HERMES_HOME" {
 			return fmt.Errorf("%s: unknown key %q (see docs/configuration.md)", path, k)
@@ -414,6 +435,8 @@ func parse(v map[string]string) (Config, error) {
 	if msg := checkDatabaseURL(c.DatabaseURL); msg != "" {
 		bad("HERMES_DATABASE_URL", "%s", msg)
 	}
+	c.ContextTokens = num("HERMES_CONTEXT_TOKENS")
+	c.ToolResultLimit = count("HERMES_TOOL_RESULT_LIMIT")
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("HERMES_HTTP_ADDR", "want host:port, got %q", c.HTTPAddr)
 	}
@@ -456,6 +479,7 @@ func parse(v map[string]string) (Config, error) {
 	c.Tools = parseTools(v, bad)
 	c.Cluster = parseCluster(v, bad)
 	checkCluster(c, bad)
+	c.Media = parseMedia(v, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"
 	}
@@ -477,7 +501,7 @@ func (c Config) Loopback() bool {
 }
 
 // Offline reports whether no model endpoint is configured.
-func (c Config) Offline() bool { return c.ModelBaseURL == "" }
+func (c Config) Offline() bool { return c.ModelBaseURL == "" && len(c.Models) == 0 }
 
 // Redacted returns the effective settings as sorted "KEY=value" lines with
 // secrets masked, for `hermesd doctor` and start-up logs.

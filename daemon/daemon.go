@@ -18,9 +18,11 @@ import (
 	"github.com/hermesd/hermesd/cluster"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/model"
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/api"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/web"
 	"github.com/hermesd/hermesd/store"
@@ -78,6 +80,14 @@ type Daemon struct {
 	// fatal carries what makes a cluster member stop on its own (a pause
 	// longer than its leases); Serve then shuts down and returns it.
 	fatal chan error
+	// router is the model catalog, nil for the offline assistant or a
+	// test's model (daemon/models.go).
+	router *model.Router
+	// media stores and reads the photos and documents users send
+	// (daemon/media.go).
+	media *media.Ingester
+	// api is the OpenAI-compatible endpoint (platforms/api).
+	api *api.Adapter
 }
 
 // New opens the store and starts the runtime and the platforms. The HTTP
@@ -100,17 +110,24 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		return nil, err
 	}
 
-	m, modelName, err := buildModel(cfg, log, o)
+	m, router, modelName, err := d.buildModel(cfg, log, o)
 	if err != nil {
 		return fail(err)
 	}
+	d.router = router
 	reg, err := d.agentTools(o.ExtraTools)
 	if err != nil {
 		return fail(fmt.Errorf("tools: %w", err))
 	}
 
-	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient})
+	if d.media, err = d.mediaIngester(); err != nil {
+		return fail(err)
+	}
+	d.web = web.New(web.Options{Log: log, MaxStreamsPerClient: d.limits.StreamsPerClient, Media: d.media,
+		History: d.chatHistory, Transcriber: d.webTranscriber()})
 	adapters := []platforms.Adapter{d.web}
+	d.api = api.New(api.Options{Log: log})
+	adapters = append(adapters, d.api)
 	more, err := d.platformAdapters()
 	if err != nil {
 		return fail(err)
@@ -125,6 +142,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	rcfg.DefaultBusy = messages.BusyPolicy(cfg.BusyPolicy)
 	rcfg.ModelName = modelName
 	rcfg.ReviewEvery, rcfg.SweepEvery = cfg.ReviewEvery, cfg.SweepEvery
+	rcfg.ContextTokens, rcfg.ToolResultLimit = cfg.ContextTokens, cfg.ToolResultLimit
+	rcfg.Vision = cfg.Media.Vision
 	if cfg.SystemPrompt != "" {
 		rcfg.SystemPrompt = cfg.SystemPrompt
 	}
@@ -133,6 +152,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		Adapters: adapters, Guard: d.guard,
 		PromptContext: d.promptContext,
 		Jobs:          jobClaimer{st: st, loc: time.Local, log: log},
+		Usage:         persistence{st},
+		Media:         d.media.Store(),
+	}
+	if router != nil {
+		deps.Models = router
+		// A model's own context size, when the catalog gives one, is the
+		// budget compression keeps its history within.
+		deps.ContextTokens = func(name string) int {
+			if name == "" {
+				name = router.Default()
+			}
+			info, _ := router.Info(name)
+			return info.ContextTokens
+		}
 	}
 	if err := d.speech(&deps); err != nil {
 		return fail(err)
@@ -159,6 +192,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		_ = rt.Shutdown(context.Background(), 0)
 		return fail(ctx.Err())
 	}
+	select { // and once the OpenAI-compatible endpoint does
+	case <-d.api.Ready():
+	case <-time.After(10 * time.Second):
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(errors.New("the OpenAI-compatible API did not start"))
+	case <-ctx.Done():
+		_ = rt.Shutdown(context.Background(), 0)
+		return fail(ctx.Err())
+	}
 
 	replyTimeout := o.ReplyTimeout
 	if replyTimeout <= 0 {
@@ -166,6 +208,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	}
 	d.mux = http.NewServeMux()
 	d.web.Routes(d.mux, replyTimeout)
+	d.api.Routes(d.mux, replyTimeout)
 	d.routes()
 	if d.placement != nil {
 		d.mux.HandleFunc("GET /api/cluster", d.handleCluster)
@@ -176,20 +219,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 		d.closers = append(d.closers, d.watchPauses())
 	}
 	return d, nil
-}
-
-func buildModel(cfg config.Config, log *slog.Logger, o Options) (model.Completer, string, error) {
-	if o.Model != nil {
-		return o.Model, "test model", nil
-	}
-	if cfg.Offline() {
-		return model.Offline{}, "offline assistant (set OPENAI_BASE_URL to use a model)", nil
-	}
-	c, err := model.NewClient(model.Config{BaseURL: cfg.ModelBaseURL, APIKey: cfg.ModelAPIKey, Model: cfg.Model, Timeout: cfg.ModelTimeout, Logger: log})
-	if err != nil {
-		return nil, "", fmt.Errorf("OPENAI_BASE_URL: %w", err)
-	}
-	return c, cfg.Model, nil
 }
 
 // Handler returns the HTTP handler of the admin listener: the routes behind

@@ -16,7 +16,7 @@ func (d *Daemon) discordAdapter(gate platforms.Gate, tr *stt.Client) ([]platform
 		return nil, nil
 	}
 	// The adapter adds platform=discord to its logger itself.
-	deps := discord.Deps{Gate: gate, Log: d.log, Dedup: inboxDedup{d.store}}
+	deps := discord.Deps{Gate: gate, Log: d.log, Dedup: inboxDedup{d.store}, Media: d.media, Drafts: d.store}
 	deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Discord)
 	if tr != nil {
 		deps.Transcriber = tr

@@ -357,8 +357,8 @@ func TestInspection_MetricsCountWhatHappened(t *testing.T) {
 		{"hermesd_turn_duration_seconds_count", map[string]string{"platform": "web"}, turns},
 		{"hermesd_turns_running", map[string]string{"platform": "web"}, 0},
 		{"hermesd_model_calls_total", nil, turns + 2},
-		{"hermesd_model_tokens_total", map[string]string{"type": "prompt"}, 10 * (turns + 2)},
-		{"hermesd_model_tokens_total", map[string]string{"type": "completion"}, 5 * (turns + 2)},
+		{"hermesd_model_tokens_total", map[string]string{"direction": "in"}, 10 * (turns + 2)},
+		{"hermesd_model_tokens_total", map[string]string{"direction": "out"}, 5 * (turns + 2)},
 		{"hermesd_tool_calls_total", map[string]string{"tool": "current_time", "outcome": "ok"}, 1},
 		{"hermesd_tool_calls_total", map[string]string{"tool": "hold", "outcome": "ok"}, 1},
 		{"hermesd_tool_call_duration_seconds_count", nil, 2},
@@ -435,8 +435,9 @@ func TestInspection_MetricsCountWhatHappened(t *testing.T) {
 	if st.UptimeSeconds <= 0 || st.SessionsLive != 3 || st.TurnsRunning != 0 || st.IdentityRefusals != 1 {
 		t.Errorf("status %+v", st)
 	}
-	if len(st.Platforms) != 1 || st.Platforms[0].Platform != "web" || st.Platforms[0].ReportsHealth {
-		t.Errorf("platforms %+v, want web (not reporting health)", st.Platforms)
+	if len(st.Platforms) != 2 || st.Platforms[0].Platform != "web" || st.Platforms[1].Platform != "api" ||
+		st.Platforms[0].ReportsHealth || st.Platforms[1].ReportsHealth {
+		t.Errorf("platforms %+v, want web and api (neither reporting health)", st.Platforms)
 	}
 	found := false
 	for _, e := range st.RecentErrors {

@@ -67,7 +67,13 @@ func (d *Daemon) observe(deps *actors.Deps) {
 	for _, s := range servers {
 		names = append(names, "mcp_"+s)
 	}
-	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: names})
+	var models []string
+	if d.router != nil {
+		for _, info := range d.router.Models() {
+			models = append(models, info.Name)
+		}
+	}
+	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: names, Models: models})
 	if err != nil {
 		d.log.Error("metrics are disabled", "err", err)
 	} else {

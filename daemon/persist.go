@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/messages"
@@ -16,7 +15,10 @@ import (
 // persistence is the actor tree's view of the SQLite store.
 type persistence struct{ st *store.Store }
 
-var _ actors.Persistence = persistence{}
+var (
+	_ actors.Persistence   = persistence{}
+	_ actors.Conversations = persistence{}
+)
 
 func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit int) (actors.SessionState, error) {
 	key := s.Key()
@@ -43,29 +45,26 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
 	}
-	hist, err := p.st.History(ctx, key, limit)
+	// The summary and what follows it; rows of pending inputs are left out
+	// (they come back as inputs, not as history).
+	sum, hist, err := p.st.ConversationContext(ctx, key, rec.Conversation, limit)
 	if err != nil {
 		return actors.SessionState{}, fmt.Errorf("load history %s: %w", key, err)
 	}
-	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy, Conversation: rec.Conversation, Unsent: unsent, LastAccepted: last}
+	st := actors.SessionState{Voice: rec.VoiceMode, Busy: rec.BusyPolicy, Conversation: rec.Conversation, Unsent: unsent, LastAccepted: last,
+		Summary: sum.Text}
+	if st.Model, err = p.st.SessionModel(ctx, key); err != nil {
+		return actors.SessionState{}, fmt.Errorf("load session %s: %w", key, err)
+	}
 	if st.Conversation == 0 {
 		st.Conversation = 1
 	}
-	// Pending messages come back as inputs, not as history.
-	rows := make(map[int64]bool, len(pending))
 	for _, in := range pending {
-		rows[in.Row] = true
 		st.Pending = append(st.Pending, in.Message)
 	}
-	hist = slices.DeleteFunc(hist, func(m store.Message) bool { return rows[m.ID] })
-	// A history window may start in the middle of a tool exchange; a tool
-	// result without its call is rejected by OpenAI-compatible servers.
-	start := 0
-	for start < len(hist) && hist[start].Role == store.Tool {
-		start++
-	}
-	st.History = make([]model.Message, 0, len(hist)-start)
-	for _, m := range hist[start:] {
+	hist = skipOrphanResults(hist)
+	st.History = make([]model.Message, 0, len(hist))
+	for _, m := range hist {
 		mm, err := modelMessage(m)
 		if err != nil {
 			return actors.SessionState{}, fmt.Errorf("load history %s: %w", key, err)
@@ -73,6 +72,70 @@ func (p persistence) LoadSession(ctx context.Context, s messages.Session, limit 
 		st.History = append(st.History, mm)
 	}
 	return st, nil
+}
+
+// skipOrphanResults drops tool results at the start of a history window: a
+// window may start in the middle of a tool exchange, and a tool result
+// without its call is rejected by OpenAI-compatible servers.
+func skipOrphanResults(hist []store.Message) []store.Message {
+	start := 0
+	for start < len(hist) && hist[start].Role == store.Tool {
+		start++
+	}
+	return hist[start:]
+}
+
+func (p persistence) Context(ctx context.Context, s messages.Session, conv int64) (string, []actors.Entry, error) {
+	sum, hist, err := p.st.ConversationContext(ctx, s.Key(), conv, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	out := make([]actors.Entry, 0, len(hist))
+	for _, m := range hist {
+		mm, err := modelMessage(m)
+		if err != nil {
+			return "", nil, fmt.Errorf("context of %s: %w", s.Key(), err)
+		}
+		out = append(out, actors.Entry{ID: m.ID, Message: mm})
+	}
+	return sum.Text, out, nil
+}
+
+func (p persistence) Compact(s messages.Session, conv, upto int64, summary string, limit int, done func(actors.Loaded, error)) {
+	p.st.CompactAsync(s.Key(), conv, upto, summary, limit, func(sum store.Summary, hist []store.Message, err error) {
+		if err != nil {
+			done(actors.Loaded{}, err)
+			return
+		}
+		done(loaded(sum, hist))
+	})
+}
+
+func (p persistence) Undo(s messages.Session, conv int64, dropUser bool, limit int, done func(int, actors.Loaded, error)) {
+	p.st.UndoAsync(s.Key(), conv, dropUser, limit, func(n int, sum store.Summary, hist []store.Message, err error) {
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("%w: %w", actors.ErrNothingToUndo, err)
+		}
+		if err != nil {
+			done(0, actors.Loaded{}, err)
+			return
+		}
+		l, err := loaded(sum, hist)
+		done(n, l, err)
+	})
+}
+
+// loaded converts a stored context for the session, as LoadSession does.
+func loaded(sum store.Summary, hist []store.Message) (actors.Loaded, error) {
+	l := actors.Loaded{Summary: sum.Text, History: make([]model.Message, 0, len(hist))}
+	for _, m := range skipOrphanResults(hist) {
+		mm, err := modelMessage(m)
+		if err != nil {
+			return actors.Loaded{}, err
+		}
+		l.History = append(l.History, mm)
+	}
+	return l, nil
 }
 
 func modelMessage(m store.Message) (model.Message, error) {
@@ -147,4 +210,38 @@ type inboxDedup struct{ *store.Store }
 // MarkSeen reports every id as new.
 func (inboxDedup) MarkSeen(context.Context, messages.Platform, string) (bool, error) {
 	return true, nil
+}
+
+func (p persistence) List(ctx context.Context, s messages.Session) ([]actors.ConversationInfo, error) {
+	list, err := p.st.Conversations(ctx, s.Key(), 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]actors.ConversationInfo, len(list))
+	for i, ci := range list {
+		out[i] = actors.ConversationInfo{Number: ci.Number, Title: ci.Title, Opening: ci.Opening, First: ci.First, Last: ci.Last, Messages: ci.Messages}
+	}
+	return out, nil
+}
+
+func (p persistence) Title(ctx context.Context, s messages.Session, conv int64) (string, error) {
+	return p.st.Title(ctx, s.Key(), conv)
+}
+
+func (p persistence) SetTitle(ctx context.Context, s messages.Session, conv int64, title string) error {
+	return p.st.SetTitle(ctx, s.Key(), conv, title)
+}
+
+func (p persistence) Resume(ctx context.Context, s messages.Session, conv int64, limit int) (actors.Loaded, error) {
+	if err := p.st.ResumeConversation(ctx, s.Key(), conv); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return actors.Loaded{}, fmt.Errorf("%w: %w", actors.ErrNoConversation, err)
+		}
+		return actors.Loaded{}, err
+	}
+	sum, hist, err := p.st.ConversationContext(ctx, s.Key(), conv, limit)
+	if err != nil {
+		return actors.Loaded{}, err
+	}
+	return loaded(sum, hist)
 }

@@ -40,7 +40,7 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 			tc.FreeResponseChats = append(tc.FreeResponseChats, n)
 		}
 		// The adapter adds platform=telegram to its logger itself.
-		deps := telegram.Deps{Gate: gate, Log: d.log, Store: inboxDedup{d.store}}
+		deps := telegram.Deps{Gate: gate, Log: d.log, Store: inboxDedup{d.store}, Media: d.media}
 		deps.OnAPIError, deps.OnRateLimited = d.apiHooks(messages.Telegram)
 		if tr != nil {
 			deps.Transcriber = tr

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,6 +127,10 @@ func (d *Daemon) Reload(cfg config.Config) (applied, restart []string, err error
 	} else if mcpChanged {
 		applied = append(applied, "mcp_servers")
 	}
+	// The model catalog is built once, at start (daemon/models.go).
+	if !reflect.DeepEqual(old.Models, cfg.Models) || old.DefaultModel != cfg.DefaultModel {
+		restart = append(restart, "models")
+	}
 	slices.Sort(restart)
 	restart = slices.Compact(restart)
 	if len(restart) > 0 {
@@ -195,6 +200,7 @@ func settingsOf(c config.Config) map[string]string {
 		"HERMES_HISTORY_LIMIT": strconv.Itoa(c.HistoryLimit), "HERMES_MAX_TOOL_ROUNDS": strconv.Itoa(c.MaxToolRounds),
 		"HERMES_TURN_TIMEOUT": d(c.TurnTimeout), "HERMES_SHUTDOWN_GRACE": d(c.ShutdownGrace),
 		"HERMES_REVIEW_EVERY": strconv.Itoa(c.ReviewEvery), "HERMES_SWEEP_EVERY": strconv.Itoa(c.SweepEvery),
+		"HERMES_CONTEXT_TOKENS": strconv.Itoa(c.ContextTokens), "HERMES_TOOL_RESULT_LIMIT": strconv.Itoa(c.ToolResultLimit),
 		"TELEGRAM_REQUIRE_MENTION":         strconv.FormatBool(c.TelegramRequireMention),
 		"TELEGRAM_FREE_RESPONSE_CHATS":     strings.Join(c.TelegramFreeResponseChats, ","),
 		"TELEGRAM_GROUP_SESSIONS_PER_USER": strconv.FormatBool(c.TelegramGroupSessionsPerUser),

@@ -19,6 +19,7 @@ func (d *Daemon) routes() {
 	})
 	d.mux.HandleFunc("GET /readyz", d.handleReady)
 	d.mux.HandleFunc("GET /api/sessions", d.handleSessions)
+	d.mux.HandleFunc("GET /api/sessions/{key}/usage", d.handleUsage)
 	d.mux.HandleFunc("POST /api/reload", d.handleReload)
 	d.mux.HandleFunc("GET /api/mcp", d.handleMCP)
 	d.inspectionRoutes()

@@ -13,3 +13,7 @@ func (d *Delivery) AnswersMessage(msgID string) bool {
 	}
 	return false
 }
+
+// SessionScoped marks a Draft as meaningless without the identity of the
+// conversation it is shown in: an outbox refuses one that arrives without it.
+func (*Draft) SessionScoped() {}

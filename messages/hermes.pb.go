@@ -202,15 +202,29 @@ func (x *UserMessage) GetInboxSeq() uint64 {
 	return 0
 }
 
-// Attachment describes a file that came with a UserMessage. Its bytes stay on
-// the platform; the model sees a description.
+// Attachment describes a file that came with a UserMessage. Voice and audio
+// stay on the platform (the model sees a description or a transcript);
+// images and documents hermesd downloaded are kept in HERMES_HOME/media,
+// named by sha256, never in the message itself.
 type Attachment struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "voice", "audio", "document", "photo"
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	MimeType      string                 `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	Size          int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
-	DurationSecs  float64                `protobuf:"fixed64,5,opt,name=duration_secs,json=durationSecs,proto3" json:"duration_secs,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Kind         string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // "voice", "audio", "document", "photo"
+	Name         string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	MimeType     string                 `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Size         int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	DurationSecs float64                `protobuf:"fixed64,5,opt,name=duration_secs,json=durationSecs,proto3" json:"duration_secs,omitempty"`
+	// sha256 names the stored bytes (HERMES_HOME/media/<sha256>): for a photo,
+	// the image as the model gets it (checked, scaled down, re-encoded); for a
+	// document, the file as sent. Empty when nothing was stored.
+	Sha256 string `protobuf:"bytes,6,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// text is a document's extracted text, capped; it travels with the message
+	// so a restart does not extract again.
+	Text string `protobuf:"bytes,7,opt,name=text,proto3" json:"text,omitempty"`
+	// truncated says text stops at the configured cap.
+	Truncated bool `protobuf:"varint,8,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// problem, when set, says why hermesd could not use the file (too large,
+	// unsupported type, damaged), in words for the user and the model.
+	Problem       string `protobuf:"bytes,9,opt,name=problem,proto3" json:"problem,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -280,6 +294,34 @@ func (x *Attachment) GetDurationSecs() float64 {
 	return 0
 }
 
+func (x *Attachment) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *Attachment) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Attachment) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *Attachment) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
+}
+
 // Delivery is one reply leaving a session through its platform's outbox. The
 // destination is the sender's identity from the envelope, not a field here:
 // a caller cannot name another chat. Sender: a session actor. Receiver: the
@@ -309,8 +351,16 @@ type Delivery struct {
 	// Stable across restarts (session key and outbox seq): a platform with
 	// idempotent sends (Discord's nonce) posts a resent delivery only once.
 	IdempotencyKey string `protobuf:"bytes,12,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The draft this delivery completes (Draft.id), if its text was streamed:
+	// the platform turns the draft into this reply instead of sending a
+	// second message.
+	DraftId string `protobuf:"bytes,13,opt,name=draft_id,json=draftId,proto3" json:"draft_id,omitempty"`
+	// The model's token usage over the turn, on the turn's text reply (0 when
+	// the model did not report it): the OpenAI-compatible API returns it.
+	PromptTokens     int64 `protobuf:"varint,20,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `protobuf:"varint,21,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Delivery) Reset() {
@@ -425,6 +475,27 @@ func (x *Delivery) GetIdempotencyKey() string {
 		return x.IdempotencyKey
 	}
 	return ""
+}
+
+func (x *Delivery) GetDraftId() string {
+	if x != nil {
+		return x.DraftId
+	}
+	return ""
+}
+
+func (x *Delivery) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *Delivery) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
 }
 
 // DeliveryReceipt answers a Delivery once the platform acknowledged it.
@@ -569,6 +640,111 @@ func (x *ScheduledFire) GetDueUnixMs() int64 {
 	return 0
 }
 
+// Draft is the partial text of a reply still being written (a streamed
+// answer), shown in place and replaced by the final Delivery that names it
+// in draft_id. Drafts may be dropped or coalesced on the way: each carries
+// the whole text so far, never a piece. Sender: a session actor. Receiver:
+// the platform outbox.
+type Draft struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Stable for one reply of one turn.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The answer so far (Markdown, possibly cut mid-sentence).
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// The tool(s) being run, if any, e.g. "web_search".
+	Tool string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Increases with every draft of one id: a platform never shows an older
+	// draft over a newer one.
+	Version uint64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	// The inbound message ids the reply will answer, and the one it replies to.
+	Answers   []string `protobuf:"bytes,5,rep,name=answers,proto3" json:"answers,omitempty"`
+	ReplyToId string   `protobuf:"bytes,6,opt,name=reply_to_id,json=replyToId,proto3" json:"reply_to_id,omitempty"`
+	// The reply will not come (the turn was stopped or replaced): take the
+	// draft down.
+	Cancelled     bool `protobuf:"varint,7,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Draft) Reset() {
+	*x = Draft{}
+	mi := &file_messages_hermes_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Draft) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Draft) ProtoMessage() {}
+
+func (x *Draft) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_hermes_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Draft.ProtoReflect.Descriptor instead.
+func (*Draft) Descriptor() ([]byte, []int) {
+	return file_messages_hermes_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Draft) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Draft) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Draft) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Draft) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *Draft) GetAnswers() []string {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
+}
+
+func (x *Draft) GetReplyToId() string {
+	if x != nil {
+		return x.ReplyToId
+	}
+	return ""
+}
+
+func (x *Draft) GetCancelled() bool {
+	if x != nil {
+		return x.Cancelled
+	}
+	return false
+}
+
 // SessionResume asks the session of session_key to activate and answer what
 // it owes (pending inputs, unconfirmed replies). In cluster mode it is routed
 // by key to whichever member holds the session. Sender: ingress, recovery.
@@ -581,7 +757,7 @@ type SessionResume struct {
 
 func (x *SessionResume) Reset() {
 	*x = SessionResume{}
-	mi := &file_messages_hermes_proto_msgTypes[5]
+	mi := &file_messages_hermes_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +769,7 @@ func (x *SessionResume) String() string {
 func (*SessionResume) ProtoMessage() {}
 
 func (x *SessionResume) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_hermes_proto_msgTypes[5]
+	mi := &file_messages_hermes_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +782,7 @@ func (x *SessionResume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResume.ProtoReflect.Descriptor instead.
 func (*SessionResume) Descriptor() ([]byte, []int) {
-	return file_messages_hermes_proto_rawDescGZIP(), []int{5}
+	return file_messages_hermes_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionResume) GetSessionKey() string {
@@ -629,7 +805,7 @@ type SessionReset struct {
 
 func (x *SessionReset) Reset() {
 	*x = SessionReset{}
-	mi := &file_messages_hermes_proto_msgTypes[6]
+	mi := &file_messages_hermes_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +817,7 @@ func (x *SessionReset) String() string {
 func (*SessionReset) ProtoMessage() {}
 
 func (x *SessionReset) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_hermes_proto_msgTypes[6]
+	mi := &file_messages_hermes_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +830,7 @@ func (x *SessionReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionReset.ProtoReflect.Descriptor instead.
 func (*SessionReset) Descriptor() ([]byte, []int) {
-	return file_messages_hermes_proto_rawDescGZIP(), []int{6}
+	return file_messages_hermes_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SessionReset) GetMessage() *UserMessage {
@@ -683,7 +859,7 @@ type Routed struct {
 
 func (x *Routed) Reset() {
 	*x = Routed{}
-	mi := &file_messages_hermes_proto_msgTypes[7]
+	mi := &file_messages_hermes_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +871,7 @@ func (x *Routed) String() string {
 func (*Routed) ProtoMessage() {}
 
 func (x *Routed) ProtoReflect() protoreflect.Message {
-	mi := &file_messages_hermes_proto_msgTypes[7]
+	mi := &file_messages_hermes_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +884,7 @@ func (x *Routed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Routed.ProtoReflect.Descriptor instead.
 func (*Routed) Descriptor() ([]byte, []int) {
-	return file_messages_hermes_proto_rawDescGZIP(), []int{7}
+	return file_messages_hermes_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Routed) GetSessionKey() string {
@@ -738,14 +914,18 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\vreply_to_id\x18\b \x01(\tR\treplyToId\x12(\n" +
 	"\x10received_unix_ms\x18\t \x01(\x03R\x0ereceivedUnixMs\x12\x1b\n" +
 	"\tinbox_seq\x18\n" +
-	" \x01(\x04R\binboxSeq\"\x8a\x01\n" +
+	" \x01(\x04R\binboxSeq\"\xee\x01\n" +
 	"\n" +
 	"Attachment\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x12\n" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12#\n" +
-	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\"\xe2\x02\n" +
+	"\rduration_secs\x18\x05 \x01(\x01R\fdurationSecs\x12\x16\n" +
+	"\x06sha256\x18\x06 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04text\x18\a \x01(\tR\x04text\x12\x1c\n" +
+	"\ttruncated\x18\b \x01(\bR\ttruncated\x12\x18\n" +
+	"\aproblem\x18\t \x01(\tR\aproblem\"\xcf\x03\n" +
 	"\bDelivery\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.hermesd.messages.DeliveryKindR\x04kind\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
@@ -759,7 +939,10 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\aanswers\x18\n" +
 	" \x03(\tR\aanswers\x12\x12\n" +
 	"\x04last\x18\v \x01(\bR\x04last\x12'\n" +
-	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\"u\n" +
+	"\x0fidempotency_key\x18\f \x01(\tR\x0eidempotencyKey\x12\x19\n" +
+	"\bdraft_id\x18\r \x01(\tR\adraftId\x12#\n" +
+	"\rprompt_tokens\x18\x14 \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x15 \x01(\x03R\x10completionTokens\"u\n" +
 	"\x0fDeliveryReceipt\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1f\n" +
 	"\vmessage_ids\x18\x02 \x03(\tR\n" +
@@ -771,7 +954,15 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"sessionKey\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x16\n" +
 	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12\x1e\n" +
-	"\vdue_unix_ms\x18\x04 \x01(\x03R\tdueUnixMs\"0\n" +
+	"\vdue_unix_ms\x18\x04 \x01(\x03R\tdueUnixMs\"\xb1\x01\n" +
+	"\x05Draft\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x18\n" +
+	"\aanswers\x18\x05 \x03(\tR\aanswers\x12\x1e\n" +
+	"\vreply_to_id\x18\x06 \x01(\tR\treplyToId\x12\x1c\n" +
+	"\tcancelled\x18\a \x01(\bR\tcancelled\"0\n" +
 	"\rSessionResume\x12\x1f\n" +
 	"\vsession_key\x18\x01 \x01(\tR\n" +
 	"sessionKey\"k\n" +
@@ -799,7 +990,7 @@ func file_messages_hermes_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_hermes_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_messages_hermes_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_messages_hermes_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_messages_hermes_proto_goTypes = []any{
 	(DeliveryKind)(0),       // 0: hermesd.messages.DeliveryKind
 	(*UserMessage)(nil),     // 1: hermesd.messages.UserMessage
@@ -807,9 +998,10 @@ var file_messages_hermes_proto_goTypes = []any{
 	(*Delivery)(nil),        // 3: hermesd.messages.Delivery
 	(*DeliveryReceipt)(nil), // 4: hermesd.messages.DeliveryReceipt
 	(*ScheduledFire)(nil),   // 5: hermesd.messages.ScheduledFire
-	(*SessionResume)(nil),   // 6: hermesd.messages.SessionResume
-	(*SessionReset)(nil),    // 7: hermesd.messages.SessionReset
-	(*Routed)(nil),          // 8: hermesd.messages.Routed
+	(*Draft)(nil),           // 6: hermesd.messages.Draft
+	(*SessionResume)(nil),   // 7: hermesd.messages.SessionResume
+	(*SessionReset)(nil),    // 8: hermesd.messages.SessionReset
+	(*Routed)(nil),          // 9: hermesd.messages.Routed
 }
 var file_messages_hermes_proto_depIdxs = []int32{
 	2, // 0: hermesd.messages.UserMessage.attachments:type_name -> hermesd.messages.Attachment
@@ -833,7 +1025,7 @@ func file_messages_hermes_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_hermes_proto_rawDesc), len(file_messages_hermes_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -18,6 +18,8 @@ const (
 	Telegram Platform = "telegram"
 	Discord  Platform = "discord"
 	Web      Platform = "web"
+	// API is the OpenAI-compatible chat-completions endpoint (platforms/api).
+	API Platform = "api"
 )
 
 // ChatKind is the shape of a conversation on its platform.

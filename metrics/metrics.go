@@ -48,6 +48,9 @@ type Options struct {
 	// other name (the model may invent one) is labelled "other". Empty
 	// admits the first 64 names seen.
 	Tools []string
+	// Models are the catalog's model names; a model label under any other
+	// name is "other". Empty admits the first 32 names seen.
+	Models []string
 }
 
 // Metrics records hermesd's metrics and serves them. It implements
@@ -65,6 +68,7 @@ type Metrics struct {
 	// Label bounds.
 	platforms, outcomes, tools, kindsLabel, deliveryKinds, formats,
 	msgTypes, requestTypes, statusClasses *bounded
+	models, modelOutcomes, breakerStates *bounded
 
 	actor    actorInstruments
 	receive  *receiveHistogram
@@ -90,6 +94,12 @@ func New(o Options) (*Metrics, error) {
 	} else {
 		m.tools = firstN(64)
 	}
+	m.models = firstN(32)
+	if len(o.Models) > 0 {
+		m.models = fixed(o.Models...)
+	}
+	m.modelOutcomes = fixed("ok", "error", "skipped")
+	m.breakerStates = fixed("closed", "open", "half-open")
 	if err := m.reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("register Go collector: %w", err)
 	}

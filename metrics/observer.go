@@ -35,6 +35,9 @@ type hermesdInstruments struct {
 	deliveryDuration                             metric.Float64Histogram
 	apiErrors, rateLimited, refusals             metric.Int64Counter
 	retryAfter                                   metric.Float64Counter
+	// The model catalog's series (ModelAttempt).
+	modelRequests, modelFallbacks metric.Int64Counter
+	modelBreaker                  metric.Int64Gauge
 }
 
 func (h *hermesdInstruments) init(meter metric.Meter) error {
@@ -62,7 +65,9 @@ func (h *hermesdInstruments) init(meter metric.Meter) error {
 	h.turns = counter("hermesd_turns", "Agent turns finished, by platform and outcome.")
 	h.turnDuration = histogram("hermesd_turn_duration_seconds", "Duration of agent turns, by platform and outcome.", turnBuckets)
 	h.modelCalls = counter("hermesd_model_calls", "Model completions answered.")
-	h.tokens = counter("hermesd_model_tokens", "Tokens of model completions, by type (prompt, completion).")
+	h.tokens = counter("hermesd_model_tokens", "Tokens of model completions, by model and direction (in, out).")
+	h.modelRequests = counter("hermesd_model_requests", "Calls to each catalog model, by model, outcome (ok, error, skipped by an open breaker) and breaker state after the call.")
+	h.modelFallbacks = counter("hermesd_model_fallbacks", "Answers given by a fallback model, by the model that answered.")
 	h.toolCalls = counter("hermesd_tool_calls", "Tool calls, by tool and outcome.")
 	h.toolDuration = histogram("hermesd_tool_call_duration_seconds", "Duration of tool calls, by tool and outcome.", toolBuckets)
 	h.ttsRequests = counter("hermesd_tts_requests", "Speech synthesis requests, by platform, format and outcome.")
@@ -81,6 +86,10 @@ func (h *hermesdInstruments) init(meter metric.Meter) error {
 	}
 	if h.turnsRunning, err = meter.Int64UpDownCounter("hermesd_turns_running", metric.WithDescription("Agent turns running now, by platform.")); err != nil {
 		return fmt.Errorf("create running-turns gauge: %w", err)
+	}
+	if h.modelBreaker, err = meter.Int64Gauge("hermesd_model_breaker_open",
+		metric.WithDescription("State of the circuit breaker of each model's endpoint: 0 closed, 1 half-open, 2 open.")); err != nil {
+		return fmt.Errorf("create breaker gauge: %w", err)
 	}
 	if h.sessionsActive, err = meter.Int64Gauge("hermesd_sessions_active", metric.WithDescription("Live session actors, as the router counts them.")); err != nil {
 		return fmt.Errorf("create active-sessions gauge: %w", err)
@@ -124,11 +133,34 @@ func (m *Metrics) TurnFinished(s messages.Session, outcome string, d time.Durati
 	m.hermesd.turnDuration.Record(bg, d.Seconds(), attrs)
 }
 
-// ModelCall implements actors.Observer.
-func (m *Metrics) ModelCall(promptTokens, completionTokens int) {
+// ModelCall implements actors.Observer: one answered completion of the
+// catalog model named model.
+func (m *Metrics) ModelCall(model string, promptTokens, completionTokens int) {
 	m.hermesd.modelCalls.Add(bg, 1)
-	m.hermesd.tokens.Add(bg, int64(promptTokens), m.attrs(attribute.String("type", "prompt")))
-	m.hermesd.tokens.Add(bg, int64(completionTokens), m.attrs(attribute.String("type", "completion")))
+	name := attribute.String("model", m.models.value(model))
+	m.hermesd.tokens.Add(bg, int64(promptTokens), m.attrs(name, attribute.String("direction", "in")))
+	m.hermesd.tokens.Add(bg, int64(completionTokens), m.attrs(name, attribute.String("direction", "out")))
+}
+
+// ModelAttempt records one attempt of the model router on a catalog model:
+// outcome is ok, error or skipped (its breaker was open), fallback says the
+// model was not the one asked for, breaker is its endpoint's breaker state
+// after the attempt (closed, open, half-open).
+func (m *Metrics) ModelAttempt(model, outcome string, fallback bool, breaker string) {
+	name := attribute.String("model", m.models.value(model))
+	state := m.breakerStates.value(breaker)
+	m.hermesd.modelRequests.Add(bg, 1, m.attrs(name, attribute.String("outcome", m.modelOutcomes.value(outcome)), attribute.String("breaker", state)))
+	if fallback && outcome == "ok" {
+		m.hermesd.modelFallbacks.Add(bg, 1, m.attrs(name))
+	}
+	level := int64(0)
+	switch state {
+	case "half-open":
+		level = 1
+	case "open":
+		level = 2
+	}
+	m.hermesd.modelBreaker.Record(bg, level, m.attrs(name))
 }
 
 // ToolCall implements actors.Observer.

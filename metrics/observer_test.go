@@ -26,8 +26,12 @@ func TestObserver_HermesdSeries(t *testing.T) {
 	m.TurnStarted(tg)
 	m.TurnStarted(web)
 	m.TurnFinished(web, "ok", 1500*time.Millisecond)
-	m.ModelCall(120, 30)
-	m.ModelCall(80, 20)
+	m.ModelCall("main", 120, 30)
+	m.ModelCall("main", 80, 20)
+	m.ModelCall("spare", 5, 1)
+	m.ModelAttempt("main", "error", false, "open")
+	m.ModelAttempt("spare", "ok", true, "closed")
+	m.ModelAttempt("main", "skipped", false, "open")
 	m.ToolCall("current_time", "ok", 2*time.Millisecond)
 	m.ToolCall("current_time", "error", time.Millisecond)
 	m.Delivery(messages.Telegram, "voice", "ok", 300*time.Millisecond)
@@ -59,9 +63,15 @@ func TestObserver_HermesdSeries(t *testing.T) {
 		{"hermesd_turn_duration_seconds_sum", map[string]string{"platform": "web"}, 1.5},
 		{"hermesd_turn_duration_seconds_bucket", map[string]string{"platform": "web", "le": "1"}, 0},
 		{"hermesd_turn_duration_seconds_bucket", map[string]string{"platform": "web", "le": "2.5"}, 1},
-		{"hermesd_model_calls_total", nil, 2},
-		{"hermesd_model_tokens_total", map[string]string{"type": "prompt"}, 200},
-		{"hermesd_model_tokens_total", map[string]string{"type": "completion"}, 50},
+		{"hermesd_model_calls_total", nil, 3},
+		{"hermesd_model_tokens_total", map[string]string{"model": "main", "direction": "in"}, 200},
+		{"hermesd_model_tokens_total", map[string]string{"model": "main", "direction": "out"}, 50},
+		{"hermesd_model_tokens_total", map[string]string{"model": "spare", "direction": "out"}, 1},
+		{"hermesd_model_requests_total", map[string]string{"model": "main", "outcome": "error", "breaker": "open"}, 1},
+		{"hermesd_model_requests_total", map[string]string{"model": "main", "outcome": "skipped"}, 1},
+		{"hermesd_model_fallbacks_total", map[string]string{"model": "spare"}, 1},
+		{"hermesd_model_breaker_open", map[string]string{"model": "main"}, 2},
+		{"hermesd_model_breaker_open", map[string]string{"model": "spare"}, 0},
 		{"hermesd_tool_calls_total", map[string]string{"tool": "current_time", "outcome": "ok"}, 1},
 		{"hermesd_tool_calls_total", map[string]string{"tool": "current_time", "outcome": "error"}, 1},
 		{"hermesd_tool_call_duration_seconds_count", map[string]string{"tool": "current_time"}, 2},

@@ -72,6 +72,13 @@ func (c *Client) String() string {
 // when the server sent one, else after a jittered exponential backoff. The
 // whole call, waits included, ends at Config.Timeout (a *TimeoutError) or
 // when ctx is done (ctx's error), whichever comes first.
+//
+// With req.OnDelta set the answer is streamed (stream.go): "stream": true
+// with stream_options.include_usage, OnDelta called per piece of text and
+// per tool call as its name appears, and the same Response returned at the
+// end. A server that answers plain JSON instead is read as usual and its
+// answer delivered as one delta. A failure is retried only while nothing
+// was delivered; after that the caller gets the error.
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	body, err := encodeRequest(c.model, req)
 	if err != nil {
@@ -81,8 +88,18 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	defer cancel()
 
 	start := time.Now()
+	// A streamed answer that has shown the user something cannot be taken
+	// back by a retry: once a delta went out, a failure is the caller's.
+	var delivered bool
+	if req.OnDelta != nil {
+		onDelta := req.OnDelta
+		req.OnDelta = func(d Delta) {
+			delivered = true
+			onDelta(d)
+		}
+	}
 	for attempt := 1; ; attempt++ {
-		resp, err := c.attempt(callCtx, body)
+		resp, err := c.attempt(callCtx, body, req.OnDelta)
 		if err == nil {
 			c.log.LogAttrs(ctx, slog.LevelDebug, "model call",
 				slog.String("model", c.model), slog.Int("attempt", attempt),
@@ -96,7 +113,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, fmt.Errorf("model: chat completion: %w", cerr)
 		}
 		wait, retry := c.retryWait(callCtx, err, attempt)
-		if !retry {
+		if !retry || delivered {
 			if attempt > 1 {
 				err = &retriedError{attempts: attempt, err: err}
 			}
@@ -115,14 +132,19 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 }
 
-// attempt makes one HTTP exchange.
-func (c *Client) attempt(ctx context.Context, body []byte) (Response, error) {
+// attempt makes one HTTP exchange. With onDelta set the request asked for a
+// stream, and the answer is read as one when the server sent one.
+func (c *Client) attempt(ctx context.Context, body []byte, onDelta func(Delta)) (Response, error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return Response{}, fmt.Errorf("build request: %w", err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
+	if onDelta != nil {
+		hreq.Header.Set("Accept", "text/event-stream, application/json")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
 	hreq.Header.Set("User-Agent", "hermesd")
 	if c.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
@@ -138,6 +160,9 @@ func (c *Client) attempt(ctx context.Context, body []byte) (Response, error) {
 		_, _ = io.CopyN(io.Discard, hresp.Body, 4<<10)
 		_ = hresp.Body.Close()
 	}()
+	if onDelta != nil && hresp.StatusCode >= 200 && hresp.StatusCode <= 299 && isEventStream(hresp.Header) {
+		return c.readStream(hresp.Body, onDelta)
+	}
 	data, err := io.ReadAll(io.LimitReader(hresp.Body, maxResponseBytes+1))
 	if err != nil {
 		return Response{}, &transportError{err: fmt.Errorf("read response: %w", err)}
@@ -148,7 +173,13 @@ func (c *Client) attempt(ctx context.Context, body []byte) (Response, error) {
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
 		return Response{}, c.apiError(hresp.StatusCode, hresp.Header, data)
 	}
-	return c.decodeResponse(data)
+	resp, err := c.decodeResponse(data)
+	if err == nil && onDelta != nil {
+		// A server that ignored "stream" answered in one piece: deliver
+		// it as one delta, so the caller's view is the same.
+		announce(resp.Message, onDelta)
+	}
+	return resp, err
 }
 
 // retryWait decides whether a failed attempt is retried, and after how long.

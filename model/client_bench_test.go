@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hermesd/hermesd/model"
@@ -41,4 +42,28 @@ func BenchmarkClientInstantParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkClientStream500 streams an answer of 500 chunks of about one
+// token each (2,000 runes), the size issue 14 measures, and reports the
+// client's share: parsing the events and calling OnDelta, fake included.
+func BenchmarkClientStream500(b *testing.B) {
+	answer := strings.Repeat("word", 500)
+	srv := modeltest.NewServer(b, modeltest.WithHandler(modeltest.Reply(answer)),
+		modeltest.WithStreaming(modeltest.Streaming{ChunkRunes: 4}))
+	c := newClient(b, srv.URL(), nil)
+	req := userRequest("hello")
+	deltas := 0
+	req.OnDelta = func(model.Delta) { deltas++ }
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := c.Complete(b.Context(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(resp.Message.Content) != len(answer) {
+			b.Fatalf("content %d bytes", len(resp.Message.Content))
+		}
+	}
+	b.ReportMetric(float64(deltas)/float64(b.N), "deltas/op")
 }

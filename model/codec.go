@@ -29,6 +29,12 @@ func encodeRequest(modelName string, req Request) ([]byte, error) {
 			return nil, fmt.Errorf("message %d has no role", i)
 		}
 		wm := wire.Message{Role: m.Role, Content: wire.Content{Text: m.Content}}
+		for _, img := range m.Images {
+			if len(img.Data) == 0 || img.MIME == "" {
+				return nil, fmt.Errorf("message %d: image without bytes or type", i)
+			}
+			wm.Content.Images = append(wm.Content.Images, wire.DataURL(img.MIME, img.Data))
+		}
 		if m.Role == RoleTool {
 			wm.ToolCallID = m.ToolCallID
 		} else if participantName.MatchString(m.Name) {
@@ -65,6 +71,10 @@ func encodeRequest(modelName string, req Request) ([]byte, error) {
 	if len(w.Tools) > 0 {
 		// Servers refuse tool_choice without tools.
 		w.ToolChoice = "auto"
+	}
+	if req.OnDelta != nil {
+		w.Stream = true
+		w.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
 	}
 	body, err := json.Marshal(w)
 	if err != nil {

@@ -135,7 +135,10 @@ func UserMessage(err error) string {
 	if errors.As(err, &retried) && retried.attempts > 1 {
 		even = fmt.Sprintf(", even after %d attempts", retried.attempts)
 	}
+	var unavailable *UnavailableError
 	switch {
+	case errors.As(err, &unavailable):
+		return "The model is unavailable after repeated failures; hermesd will try it again shortly."
 	case errors.As(err, &timeout):
 		return fmt.Sprintf("The model did not answer within %s.", formatDuration(timeout.After))
 	case errors.Is(err, context.Canceled):

@@ -71,6 +71,9 @@ func (Offline) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	p := planOffline(prompt, req.Tools)
 	if p.tool == "" {
+		if userIdx >= 0 && len(req.Messages[userIdx].Images) > 0 {
+			return offlineAnswer(imagesNote(req.Messages[userIdx].Images) + "\n" + p.reply), nil
+		}
 		return offlineAnswer(p.reply), nil
 	}
 	if result, ok := lastToolResult(req.Messages[userIdx+1:]); ok {
@@ -205,6 +208,17 @@ func planOffline(prompt string, tools []ToolSpec) offlinePlan {
 		}
 	}
 	return offlinePlan{reply: offlineHelp(text, tools)}
+}
+
+// imagesNote says that images arrived, so a user of a fresh install sees
+// their picture got through even though nothing here can look at it.
+func imagesNote(imgs []Image) string {
+	kinds := make([]string, len(imgs))
+	for i, img := range imgs {
+		kinds[i] = fmt.Sprintf("%s, %d bytes", img.MIME, len(img.Data))
+	}
+	return labelled(fmt.Sprintf("I received %d image(s) (%s), but I am not a language model and cannot look at them.",
+		len(imgs), strings.Join(kinds, "; ")))
 }
 
 // offlineHelp is the answer to anything that is not a command: an echo, how

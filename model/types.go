@@ -1,10 +1,11 @@
 // Package model talks to language models. It holds hermesd's own vocabulary
 // for a chat completion with tool calling (Message, ToolCall, ToolSpec,
-// Request, Response), the Completer interface a turn calls, and its two
+// Request, Response), the Completer interface a turn calls, and its
 // implementations: Client, for any OpenAI-compatible endpoint (OpenAI,
-// OpenRouter, vLLM, llama.cpp server, Ollama), and Offline, the built-in
-// deterministic assistant that lets a fresh install work end to end with no
-// endpoint configured.
+// OpenRouter, vLLM, llama.cpp server, Ollama), streamed or not; Router, over
+// a catalog of such models with fallback chains and a circuit breaker per
+// endpoint; and Offline, the built-in deterministic assistant that lets a
+// fresh install work end to end with no endpoint configured.
 //
 // The wire format stays inside this package (model/internal/wire): callers
 // never see JSON shapes, only these types. model/modeltest is a fake endpoint
@@ -53,6 +54,18 @@ type Message struct {
 	// tool messages), or an optional participant name on other roles, sent only
 	// when it matches [A-Za-z0-9_-]{1,64} as OpenAI requires.
 	Name string
+	// Images go with a RoleUser message to a model that can see them; the
+	// request then carries content parts instead of a plain string.
+	Images []Image
+}
+
+// Image is one picture given to the model, already scaled to what the model
+// should receive.
+type Image struct {
+	// MIME is its media type, e.g. "image/jpeg".
+	MIME string
+	// Data is the encoded image.
+	Data []byte
 }
 
 // ToolCall is one function call requested by the model.

@@ -2,6 +2,7 @@ package regression
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,7 +35,13 @@ func telegramOut(s *telegramtest.Server) []out {
 		chat := "telegram:" + strconv.FormatInt(c.ChatID, 10)
 		switch c.Method {
 		case "sendMessage":
-			res = append(res, out{chat: chat, text: c.Fields["text"]})
+			// What the chat shows now: a streamed reply's draft message
+			// ends edited into the answer, or deleted.
+			text, ok := s.Message(c.ChatID, c.MessageID)
+			if !ok {
+				continue
+			}
+			res = append(res, out{chat: chat, text: text})
 		case "sendVoice":
 			f := c.Files["voice"]
 			res = append(res, out{chat: chat, voice: true, shownAs: "voice", ogg: audio.Sniff(f.Data) == audio.ContainerOggOpus, text: c.Fields["caption"]})
@@ -49,12 +56,18 @@ func telegramOut(s *telegramtest.Server) []out {
 func discordOut(s *discordtest.Server) []out {
 	var res []out
 	for _, p := range s.Posts() {
-		if p.Status >= 300 || p.Duplicate {
-			continue
+		if p.Status >= 300 || p.Duplicate || p.Method != http.MethodPost {
+			continue // an edit changes a message listed already
 		}
 		chat := "discord:" + p.ChannelID
 		if len(p.Files) == 0 {
-			res = append(res, out{chat: chat, text: p.Content})
+			// What the channel shows now: a streamed reply's draft
+			// ends edited into the answer, or deleted.
+			text, ok := s.Content(p.MessageID)
+			if !ok {
+				continue
+			}
+			res = append(res, out{chat: chat, text: text})
 			continue
 		}
 		shown := "attachment"

@@ -42,7 +42,7 @@ type worldOptions struct {
 	env        map[string]string
 }
 
-func newWorld(t *testing.T, o worldOptions) *world {
+func newWorld(t testing.TB, o worldOptions) *world {
 	t.Helper()
 	w := &world{tg: telegramtest.NewServer(t), dc: discordtest.NewServer(t)}
 	w.model = modeltest.NewServer(t, modeltest.WithHandler(agent))
@@ -122,7 +122,7 @@ var clips = sync.OnceValues(func() (map[string][]byte, error) {
 
 // speechServer is an OpenAI-compatible /audio/speech endpoint that answers
 // in the format asked for, cheaply.
-func speechServer(t *testing.T) string {
+func speechServer(t testing.TB) string {
 	t.Helper()
 	c, err := clips()
 	if err != nil {

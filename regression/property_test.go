@@ -20,11 +20,13 @@ import (
 // collector indexes everything users saw, by chat, from the fakes (polled)
 // and the web chat's event streams (pushed).
 type collector struct {
-	w      *world
-	mu     sync.Mutex
+	w  *world
+	mu sync.Mutex
+	// byChat holds the web chats' replies; shown what the Telegram and
+	// Discord chats show at the last poll (a streamed reply's message
+	// changes as it is edited, so it is read whole each time).
 	byChat map[string][]out
-	seenTG int
-	seenDC int
+	shown  map[string][]out
 	tick   chan struct{} // closed and replaced on every change
 }
 
@@ -45,14 +47,15 @@ func (c *collector) add(o ...out) {
 // poll pulls new platform calls until ctx ends.
 func (c *collector) poll(ctx context.Context) {
 	for ctx.Err() == nil {
-		tg, dc := telegramOut(c.w.tg), discordOut(c.w.dc)
-		c.mu.Lock()
-		newTG, newDC := tg[c.seenTG:], dc[c.seenDC:]
-		c.seenTG, c.seenDC = len(tg), len(dc)
-		c.mu.Unlock()
-		if len(newTG)+len(newDC) > 0 {
-			c.add(append(newTG, newDC...)...)
+		shown := make(map[string][]out)
+		for _, o := range append(telegramOut(c.w.tg), discordOut(c.w.dc)...) {
+			shown[o.chat] = append(shown[o.chat], o)
 		}
+		c.mu.Lock()
+		c.shown = shown
+		close(c.tick)
+		c.tick = make(chan struct{})
+		c.mu.Unlock()
 		select {
 		case <-ctx.Done():
 		case <-time.After(25 * time.Millisecond):
@@ -65,7 +68,7 @@ func (c *collector) wait(chat string, within time.Duration, cond func([]out) boo
 	deadline := time.After(within)
 	for {
 		c.mu.Lock()
-		ok := cond(c.byChat[chat])
+		ok := cond(c.of(chat))
 		tick := c.tick
 		c.mu.Unlock()
 		if ok {
@@ -76,7 +79,7 @@ func (c *collector) wait(chat string, within time.Duration, cond func([]out) boo
 		case <-deadline:
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			return fmt.Errorf("%s: timed out; it saw:\n%s", chat, dump(c.byChat[chat]))
+			return fmt.Errorf("%s: timed out; it saw:\n%s", chat, dump(c.of(chat)))
 		}
 	}
 }
@@ -88,7 +91,18 @@ func (c *collector) all() []out {
 	for _, o := range c.byChat {
 		r = append(r, o...)
 	}
+	for _, o := range c.shown {
+		r = append(r, o...)
+	}
 	return r
+}
+
+// of is what chat shows; c.mu held.
+func (c *collector) of(chat string) []out {
+	if o, ok := c.shown[chat]; ok {
+		return o
+	}
+	return c.byChat[chat]
 }
 
 // watchWeb streams a web chat's replies into the collector.

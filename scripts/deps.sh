@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages hermesd needs, or says exactly what is missing.
 #   scripts/deps.sh run    what the daemon uses (speech)
-#   scripts/deps.sh test   that, plus what the tests use (opusinfo, chromium, protoc,
+#   scripts/deps.sh test   that, plus what the tests use (opusinfo, chromium, protoc, pdftotext,
 #                          bwrap: the terminal tool's sandbox, optional when running;
 #                          postgresql: store/pgtest's throwaway servers)
 set -euo pipefail
@@ -15,6 +15,7 @@ if [[ "${1:-run}" == "test" ]]; then
 	elif ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
 		want+=(initdb:postgresql)
 	fi
+	want+=(pdftotext:poppler-utils) # PDF documents sent in a chat (optional when running)
 fi
 
 missing=()

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/store"
+	"github.com/hermesd/hermesd/store/pgtest"
 )
 
 // words vary the benchmark's message text so the full-text index does real
@@ -25,10 +27,12 @@ func benchText(i int) string {
 // serial: one caller waiting for each commit (commit latency bound).
 // sessions=1000: 1000 goroutines, one session each, every Append a single
 // user message, as 1000 chats typing at once.
-func BenchmarkAppend(b *testing.B) {
+func BenchmarkAppend(b *testing.B) { benchAppend(b, dbPath) }
+
+func benchAppend(b *testing.B, newDB func(testing.TB) string) {
 	ctx := context.Background()
 	b.Run("serial", func(b *testing.B) {
-		s := mustOpen(b, dbPath(b))
+		s := mustOpen(b, newDB(b))
 		b.ReportAllocs()
 		b.ResetTimer()
 		start := time.Now()
@@ -41,7 +45,7 @@ func BenchmarkAppend(b *testing.B) {
 	})
 	b.Run("sessions=1000", func(b *testing.B) {
 		const sessions = 1000
-		s := mustOpen(b, dbPath(b))
+		s := mustOpen(b, newDB(b))
 		keys := make([]string, sessions)
 		for i := range keys {
 			keys[i] = fmt.Sprintf("telegram:dm:%d", 100000+i)
@@ -74,10 +78,12 @@ func BenchmarkAppend(b *testing.B) {
 
 // BenchmarkHistory measures loading a session's context: the latest 50
 // messages of 200 sessions holding 200 messages each, read in parallel.
-func BenchmarkHistory(b *testing.B) {
+func BenchmarkHistory(b *testing.B) { benchHistory(b, dbPath) }
+
+func benchHistory(b *testing.B, newDB func(testing.TB) string) {
 	ctx := context.Background()
 	const sessions, perSession, limit = 200, 200, 50
-	s := mustOpen(b, dbPath(b))
+	s := mustOpen(b, newDB(b))
 	keys := make([]string, sessions)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("discord:dm:%d", 5000+i)
@@ -106,4 +112,49 @@ func BenchmarkHistory(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPostgres runs BenchmarkAppend and BenchmarkHistory against a
+// durable PostgreSQL server (fsync on), to compare the backends.
+func BenchmarkPostgres(b *testing.B) {
+	srv, err := pgtest.Start(context.Background(), pgtest.Options{Durable: true})
+	pgtest.Skip(b, err)
+	b.Cleanup(func() { _ = srv.Stop() })
+	newDB := func(tb testing.TB) string { return srv.NewDatabase(tb) }
+	b.Run("Append", func(b *testing.B) { benchAppend(b, newDB) })
+	b.Run("History", func(b *testing.B) { benchHistory(b, newDB) })
+	b.Run("Accept", func(b *testing.B) { benchAccept(b, newDB) })
+}
+
+// BenchmarkAccept measures inbound messages stored as pending work (history
+// row and inbox row in one transaction) by 1000 sessions at once, as the
+// runtime's ingress does for every message.
+func BenchmarkAccept(b *testing.B) { benchAccept(b, dbPath) }
+
+func benchAccept(b *testing.B, newDB func(testing.TB) string) {
+	ctx := context.Background()
+	const sessions = 1000
+	s := mustOpen(b, newDB(b))
+	keys := make([]string, sessions)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("telegram:dm:%d", 100000+i)
+	}
+	var nextKey, seq atomic.Int64
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((sessions + procs - 1) / procs)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		key := keys[int(nextKey.Add(1)-1)%sessions]
+		for pb.Next() {
+			i := seq.Add(1)
+			m := &messages.UserMessage{SessionKey: key, MessageId: fmt.Sprint(i), SenderId: "1", Text: benchText(int(i))}
+			if _, err := s.Accept(ctx, key, m); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 }

@@ -44,6 +44,9 @@ type dialect struct {
 	// validText: text arguments must be valid UTF-8 without NUL bytes
 	// (PostgreSQL refuses others; SQLite stores any bytes).
 	validText bool
+	// pairingLock takes a transaction-scoped lock on a name; empty where the
+	// write lock is global.
+	pairingLock string
 }
 
 // args makes args storable: where the database takes only valid UTF-8
@@ -111,6 +114,7 @@ var postgresDialect = dialect{
 	forUpdate:     " FOR UPDATE",
 	skipLocked:    " FOR UPDATE SKIP LOCKED",
 	validText:     true,
+	pairingLock:   `SELECT pg_advisory_xact_lock(hashtext(?))`,
 }
 
 // rebind rewrites SQLite placeholders for PostgreSQL: ?N becomes $N and each

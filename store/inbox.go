@@ -47,8 +47,10 @@ func (s *Store) Accept(ctx context.Context, key string, m *messages.UserMessage)
 		if err := insert(x); err != nil {
 			return err
 		}
-		// last_insert_rowid is the history row: the FTS trigger's own insert
-		// does not outlive the trigger.
+		// lastMessageID is the history row's id. SQLite's last_insert_rowid:
+		// the FTS trigger's own insert does not outlive the trigger;
+		// PostgreSQL's currval of the messages id sequence, which this
+		// connection advanced last.
 		return x.queryRow(`INSERT INTO inbox(session_key, message_id, message, envelope, received)
 			VALUES (?, ?, `+x.w.dialect.lastMessageID+`, ?, ?) RETURNING seq`, []any{&seq}, key, m.GetMessageId(), env, now)
 	}))

@@ -297,3 +297,62 @@ func TestFence_ContextFencesSessionWrites(t *testing.T) {
 		}
 	})
 }
+
+// Two members on one database: the one that took the lease over writes, the
+// one that lost it is refused, and the outbox numbering continues after what
+// the old owner committed.
+func TestLeases_TakeOverBetweenTwoStores(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newDB func(testing.TB) string) {
+		ctx := context.Background()
+		db := newDB(t)
+		clkA, clkB := newClock(), newClock()
+		a := mustOpen(t, db, store.WithClock(clkA.Now))
+		b := mustOpen(t, db, store.WithClock(clkB.Now))
+		const key = "telegram:group:-100:u5"
+		e1, err := a.ClaimLease(ctx, key, "a#1", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ClaimLease(ctx, key, "b#1", 5*time.Second); !errors.Is(err, store.ErrLeaseHeld) {
+			t.Fatalf("b claims a held lease: %v", err)
+		}
+		fa := store.Fence{Owner: "a#1", Epoch: e1}
+		settle(t, a, store.Settlement{Key: key, Fence: fa, Replies: []*messages.Delivery{{Text: "one"}, {Text: "two"}}})
+
+		// a stops renewing (it hangs, or its member died); b's clock passes
+		// the expiry.
+		clkB.Advance(6 * time.Second)
+		e2, err := b.ClaimLease(ctx, key, "b#1", 5*time.Second)
+		if err != nil || e2 != e1+1 {
+			t.Fatalf("take-over: epoch %d, %v; want %d", e2, err, e1+1)
+		}
+		done := make(chan error, 1)
+		a.Settle(store.Settlement{Key: key, Fence: fa, Replies: []*messages.Delivery{{Text: "stale"}}}, func(err error) { done <- err })
+		if err := <-done; !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("old owner's settle: %v, want ErrFenced", err)
+		}
+		if err := a.RenewLease(ctx, key, fa, 5*time.Second); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("old owner's renewal: %v, want ErrFenced", err)
+		}
+		if err := a.MarkDelivered(store.WithFence(ctx, fa), key, 1, []string{"m1"}); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("old owner's receipt: %v, want ErrFenced", err)
+		}
+		// The new owner sends what has no receipt, and numbers on from it.
+		unsent, err := b.Unsent(ctx, key)
+		if err != nil || len(unsent) != 2 || unsent[0].GetText() != "one" {
+			t.Fatalf("new owner's unsent = %v, %v", unsent, err)
+		}
+		fb := store.Fence{Owner: "b#1", Epoch: e2}
+		if err := b.MarkDelivered(store.WithFence(ctx, fb), key, 1, []string{"m1"}); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, b, store.Settlement{Key: key, Fence: fb, Replies: []*messages.Delivery{{Text: "three"}}})
+		unsent, err = b.Unsent(ctx, key)
+		if err != nil || len(unsent) != 2 || unsent[0].GetSeq() != 2 || unsent[1].GetSeq() != 3 || unsent[1].GetText() != "three" {
+			t.Fatalf("outbox after the take-over = %v, %v; want seqs 2 (two) and 3 (three)", unsent, err)
+		}
+		if l, err := a.LeaseOf(ctx, key); err != nil || l.Owner != "b#1" || l.Epoch != e2 {
+			t.Fatalf("LeaseOf from the old owner's store = %+v, %v", l, err)
+		}
+	})
+}

@@ -188,6 +188,9 @@ func (s *Store) appendOp(msgs []Message) (opFunc, error) {
 			_, err := x.exec(`INSERT INTO messages(session_key, conversation, role, content, tool_calls, tool_call_id, name, platform_message_id, created)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				m.SessionKey, conv, string(m.Role), m.Content, string(m.ToolCalls), m.ToolCallID, m.Name, m.PlatformMessageID, ms(m.Created))
+			if isDuplicateMessage(err) {
+				return fmt.Errorf("message %s of %s: %w", m.PlatformMessageID, m.SessionKey, ErrDuplicate)
+			}
 			if err != nil {
 				return fmt.Errorf("insert message %d of %s: %w", i, m.SessionKey, err)
 			}

@@ -120,6 +120,9 @@ func (s *Store) RequestPairing(ctx context.Context, p messages.Platform, userID,
 	t := ms(now)
 	var out PairingOutcome
 	err := s.write(ctx, 1, func(x *wtx) error {
+		if err := x.lockPairing(p); err != nil {
+			return err
+		}
 		if _, err := x.exec(`DELETE FROM pairing_requests WHERE platform = ? AND expires <= ?`, string(p), t); err != nil {
 			return fmt.Errorf("drop expired codes: %w", err)
 		}
@@ -184,6 +187,9 @@ func (s *Store) ApprovePairing(ctx context.Context, p messages.Platform, code st
 	var user PairedUser
 	var result error // the outcome; the write itself succeeds so failures are counted
 	err := s.write(ctx, 1, func(x *wtx) error {
+		if err := x.lockPairing(p); err != nil {
+			return err
+		}
 		var failures int
 		var lockedUntil int64
 		err := x.queryRow(`SELECT failures, locked_until FROM pairing_failures WHERE platform = ?`, []any{&failures, &lockedUntil}, string(p))
@@ -344,4 +350,19 @@ func (s *Store) PairedUsers(ctx context.Context, p messages.Platform) ([]PairedU
 		return nil, fmt.Errorf("approved %s users: %w", p, err)
 	}
 	return out, nil
+}
+
+// lockPairing serialises a platform's pairing writes across stores sharing
+// a PostgreSQL database until the transaction ends: each reads counts
+// (pending codes, failed attempts) before it writes them, and two members
+// interleaving would lose a failed attempt or issue one code too many.
+// SQLite's write lock already serialises them.
+func (x *wtx) lockPairing(p messages.Platform) error {
+	if x.w.dialect.pairingLock == "" {
+		return nil
+	}
+	if _, err := x.exec(x.w.dialect.pairingLock, "pairing:"+string(p)); err != nil {
+		return fmt.Errorf("lock pairing of %s: %w", p, err)
+	}
+	return nil
 }

@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	// The pgx driver for database/sql, registered as "pgx".
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -93,13 +96,14 @@ func setWriteLimits(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// foldChars and plainChars fold the accented Latin letters to their base
-// letter in the full-text index and in queries (hermes_fold), as SQLite's
-// unicode61 tokenizer with remove_diacritics does; lower() runs first, so
-// only lowercase letters are listed.
+// foldChars and plainChars fold the accented Latin letters to their
+// lowercase base letter in the full-text index and in queries (hermes_fold),
+// as SQLite's unicode61 tokenizer with remove_diacritics does. Uppercase ones
+// are listed too: lower() folds them only in a database whose ctype locale
+// knows them (not in "C").
 const (
-	foldChars  = "àáâãäåçèéêëìíîïñòóôõöùúûüýÿāăąćĉċčďēĕėęěĝğġģĥĩīĭįĵķĺļľńņňōŏőŕŗřśŝşšţťũūŭůűųŵŷźżžơưǎǐǒǔǖǘǚǜǟǡǧǩǫǭǰǵǹǻȁȃȅȇȉȋȍȏȑȓȕȗșțȟȧȩȫȭȯȱȳ"
-	plainChars = "aaaaaaceeeeiiiinooooouuuuyyaaaccccdeeeeegggghiiiijklllnnnooorrrssssttuuuuuuwyzzzouaiouuuuuaagkoojgnaaaeeiioorruusthaeooooy"
+	foldChars  = "ÀÁÂÃÄÅÇÈÉÊËÌÍÎÏÑÒÓÔÕÖÙÚÛÜÝàáâãäåçèéêëìíîïñòóôõöùúûüýÿĀāĂăĄąĆćĈĉĊċČčĎďĒēĔĕĖėĘęĚěĜĝĞğĠġĢģĤĥĨĩĪīĬĭĮįİĴĵĶķĹĺĻļĽľŃńŅņŇňŌōŎŏŐőŔŕŖŗŘřŚśŜŝŞşŠšŢţŤťŨũŪūŬŭŮůŰűŲųŴŵŶŷŸŹźŻżŽžƠơƯưǍǎǏǐǑǒǓǔǕǖǗǘǙǚǛǜǞǟǠǡǦǧǨǩǪǫǬǭǰǴǵǸǹǺǻȀȁȂȃȄȅȆȇȈȉȊȋȌȍȎȏȐȑȒȓȔȕȖȗȘșȚțȞȟȦȧȨȩȪȫȬȭȮȯȰȱȲȳ"
+	plainChars = "aaaaaaceeeeiiiinooooouuuuyaaaaaaceeeeiiiinooooouuuuyyaaaaaaccccccccddeeeeeeeeeegggggggghhiiiiiiiiijjkkllllllnnnnnnoooooorrrrrrssssssssttttuuuuuuuuuuuuwwyyyzzzzzzoouuaaiioouuuuuuuuuuaaaaggkkoooojggnnaaaaaaeeeeiiiioooorrrruuuusstthhaaeeooooooooyy"
 )
 
 // postgresMigrations are the PostgreSQL schema, versioned like migrations
@@ -139,7 +143,12 @@ CREATE TABLE messages (
 	fts                 tsvector GENERATED ALWAYS AS (to_tsvector('simple', hermes_fold(content))) STORED
 );
 CREATE INDEX messages_by_conversation ON messages(session_key, conversation, id);
-CREATE INDEX messages_by_platform_id ON messages(session_key, platform_message_id)
+-- Unique, unlike SQLite's index (whose one writer makes the check in
+-- appendOp enough): two members accepting one redelivered update at once
+-- must not both store it. The upsert of the session row, first in every
+-- append, already makes the second wait and then see the first; the index
+-- makes that a constraint rather than a consequence.
+CREATE UNIQUE INDEX messages_by_platform_id ON messages(session_key, platform_message_id)
 	WHERE role = 'user' AND platform_message_id <> '';
 CREATE INDEX messages_fts ON messages USING GIN (fts);
 
@@ -239,6 +248,34 @@ CREATE TABLE leases (
 	expires BIGINT NOT NULL
 );
 `,
+	// v2 (SQLite v5): the model a chat chose with /model, and the tokens
+	// each session spent per UTC day and model, for /usage.
+	`
+ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE usage (
+	session_key TEXT NOT NULL,
+	day         TEXT NOT NULL,
+	model       TEXT NOT NULL,
+	calls       BIGINT NOT NULL,
+	tokens_in   BIGINT NOT NULL,
+	tokens_out  BIGINT NOT NULL,
+	PRIMARY KEY (session_key, day, model)
+);
+`,
+	// v3 (SQLite v6): a conversation's title and the summary that stands
+	// for its messages up to summary_upto once it was compressed.
+	`
+CREATE TABLE conversations (
+	session_key  TEXT NOT NULL,
+	conversation BIGINT NOT NULL,
+	title        TEXT NOT NULL DEFAULT '',
+	summary      TEXT NOT NULL DEFAULT '',
+	summary_upto BIGINT NOT NULL DEFAULT 0,
+	updated      BIGINT NOT NULL,
+	PRIMARY KEY (session_key, conversation)
+);
+`,
 }
 
 // migrationLock is the advisory lock key that serialises schema changes of
@@ -300,4 +337,12 @@ func migratePostgresStep(ctx context.Context, conn *sql.Conn, v int, nowMS int64
 		return fmt.Errorf("commit schema v%d: %w", v+1, err)
 	}
 	return nil
+}
+
+// isDuplicateMessage reports whether err is PostgreSQL refusing a second
+// user message with one platform id in a session (another member stored it
+// first; see messages_by_platform_id).
+func isDuplicateMessage(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "messages_by_platform_id"
 }

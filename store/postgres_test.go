@@ -226,3 +226,79 @@ func TestPostgres_WriterSurvivesLostConnections(t *testing.T) {
 		t.Fatalf("history = %q, %v; want \"before after\"", contents(h), err)
 	}
 }
+
+// A platform redelivering an update to two members at once (a webhook retry
+// that reaches another member): exactly one Accept stores it, the other gets
+// ErrDuplicate.
+func TestPostgres_ConcurrentAcceptOfOneUpdateStoresItOnce(t *testing.T) {
+	ctx := context.Background()
+	url := pgURL(t)
+	a, b := mustOpen(t, url), mustOpen(t, url)
+	const updates = 150
+	for i := range updates {
+		key := fmt.Sprintf("telegram:dm:%d", 700+i%5)
+		m := &messages.UserMessage{SessionKey: key, MessageId: fmt.Sprint(i), Text: "hello"}
+		results := make(chan error, 2)
+		begin := make(chan struct{})
+		for _, s := range []*store.Store{a, b} {
+			go func() {
+				<-begin
+				_, err := s.Accept(ctx, key, m)
+				results <- err
+			}()
+		}
+		close(begin)
+		ok, dup := 0, 0
+		for range 2 {
+			switch err := <-results; {
+			case err == nil:
+				ok++
+			case errors.Is(err, store.ErrDuplicate):
+				dup++
+			default:
+				t.Fatalf("update %d: %v", i, err)
+			}
+		}
+		if ok != 1 || dup != 1 {
+			t.Fatalf("update %d: %d stored, %d duplicates; want 1 and 1", i, ok, dup)
+		}
+	}
+	pending := 0
+	for i := range 5 {
+		p, err := a.Pending(ctx, fmt.Sprintf("telegram:dm:%d", 700+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending += len(p)
+	}
+	if pending != updates {
+		t.Fatalf("%d pending inputs, want %d", pending, updates)
+	}
+}
+
+// Wrong pairing codes tried on two members at once are all counted: the
+// platform locks after exactly MaxFailures of them, half tried on each.
+func TestPostgres_PairingFailuresCountedAcrossMembers(t *testing.T) {
+	ctx := context.Background()
+	url := pgURL(t)
+	a, b := mustOpen(t, url), mustOpen(t, url)
+	lim := store.PairingLimits{CodeTTL: time.Hour, MaxPending: 3, MaxFailures: 20, Lockout: time.Hour}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := a.RequestPairing(ctx, messages.Telegram, "55", "Eve", "ABCD2345", now, lim); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, s := range []*store.Store{a, b} {
+		wg.Go(func() {
+			for range lim.MaxFailures / 2 {
+				if _, err := s.ApprovePairing(ctx, messages.Telegram, "WRONG000", now, lim); !errors.Is(err, store.ErrPairingCode) {
+					t.Errorf("wrong code: %v, want ErrPairingCode", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := a.ApprovePairing(ctx, messages.Telegram, "ABCD2345", now, lim); !errors.Is(err, store.ErrPairingLocked) {
+		t.Fatalf("right code after %d wrong ones on two members: %v, want ErrPairingLocked", lim.MaxFailures, err)
+	}
+}

@@ -192,6 +192,36 @@ CREATE TABLE leases (
 ) STRICT, WITHOUT ROWID;
 ALTER TABLE outbox ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;
 `,
+	// v5: the model a chat chose with /model ('' for the default), and the
+	// tokens each session spent per UTC day and model, for /usage.
+	`
+ALTER TABLE sessions ADD COLUMN model TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE usage (
+	session_key TEXT NOT NULL,
+	day         TEXT NOT NULL,
+	model       TEXT NOT NULL,
+	calls       INTEGER NOT NULL,
+	tokens_in   INTEGER NOT NULL,
+	tokens_out  INTEGER NOT NULL,
+	PRIMARY KEY (session_key, day, model)
+) STRICT, WITHOUT ROWID;
+`,
+	// v6: what a session keeps about each of its conversations beyond the
+	// messages: a title (/title), and the summary that stands for the
+	// conversation's messages up to summary_upto (a message id) once it was
+	// compressed, so that a restart neither loses nor redoes it.
+	`
+CREATE TABLE conversations (
+	session_key  TEXT NOT NULL,
+	conversation INTEGER NOT NULL,
+	title        TEXT NOT NULL DEFAULT '',
+	summary      TEXT NOT NULL DEFAULT '',
+	summary_upto INTEGER NOT NULL DEFAULT 0,
+	updated      INTEGER NOT NULL,
+	PRIMARY KEY (session_key, conversation)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion returns the schema version this build creates and

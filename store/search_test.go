@@ -11,7 +11,7 @@ func testSearch(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
 	s := mustOpen(t, newDB(t))
 	const key, other = "telegram:dm:1", "telegram:dm:2"
-	mustAppend(t, s, key, "the deploy failed on Tuesday", "Café opens at nine")
+	mustAppend(t, s, key, "the deploy failed on Tuesday", "Café opens at nine", "ПРИВЕТ from the école")
 	if _, err := s.NewConversation(ctx, key); err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,9 @@ func testSearch(t *testing.T, newDB func(testing.TB) string) {
 		{`* ( ) " ^ :`, 0},       // nothing searchable at all
 		{"", 0},                  // empty
 		{"someone", 0},           // another session's words
+		{"CAFÉ", 1},              // accents folded in the query too, whatever the case
+		{"привет", 1},            // case folded beyond ASCII
+		{"ÉCOLE", 1},
 	}
 	for _, c := range cases {
 		got, err := s.Search(ctx, key, c.query, 10)

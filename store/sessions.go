@@ -93,7 +93,8 @@ func (s *Store) SetBusyPolicy(ctx context.Context, key string, p messages.BusyPo
 	return s.setSetting(ctx, key, "busy_policy", string(p))
 }
 
-// setSetting upserts one settings column; column is one of two constants.
+// setSetting upserts one settings column; column is one of the constants
+// its callers pass.
 func (s *Store) setSetting(ctx context.Context, key, column, value string) error {
 	sess, err := parseKey(key)
 	if err != nil {
@@ -114,7 +115,8 @@ func (s *Store) setSetting(ctx context.Context, key, column, value string) error
 }
 
 // NewConversation starts the session's next conversation (/new) and returns
-// its number. Messages appended afterwards belong to it; History no longer
+// its number: one past the highest it ever had, also after a /resume went
+// back to an older one. Messages appended afterwards belong to it; History no longer
 // shows the earlier ones, and Search still finds them. Pending inputs keep
 // their place: the session settles them (it alone knows which of them it
 // answered already).
@@ -127,7 +129,9 @@ func (s *Store) NewConversation(ctx context.Context, key string) (int64, error) 
 	var conv int64
 	err = s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		return x.queryRow(`INSERT INTO sessions(key, platform, created, last_active, conversation) VALUES (?, ?, ?, ?, 2)
-			ON CONFLICT(key) DO UPDATE SET conversation = sessions.conversation + 1,
+			ON CONFLICT(key) DO UPDATE SET conversation = `+x.w.dialect.greatest+`(sessions.conversation,
+				(SELECT COALESCE(MAX(conversation), 0) FROM messages WHERE session_key = excluded.key),
+				(SELECT COALESCE(MAX(conversation), 0) FROM conversations WHERE session_key = excluded.key)) + 1,
 			last_active = `+x.w.dialect.greatest+`(sessions.last_active, excluded.last_active)
 			RETURNING conversation`, []any{&conv}, key, string(sess.Platform()), now, now)
 	}))

@@ -1,7 +1,10 @@
-// Package store persists hermesd's state in one embedded SQLite database:
+// Package store persists hermesd's state in one embedded SQLite database,
+// or in PostgreSQL when Open is given a postgres:// URL (postgres.go):
 // sessions and their settings, conversation history (with a full-text
-// index), memories, cron jobs, platform cursors, inbound dedup, delivery
-// records and pairing.
+// index), memories, cron jobs, platform cursors, inbound dedup, the inbox
+// and outbox, pairing, and the leases that fence a session's writes when
+// several members share one database (leases.go). Callers see the same
+// methods and behaviour on both.
 //
 // # Connections and goroutines
 //
@@ -14,9 +17,9 @@
 // of read-only connections and see every write that committed before they
 // started (WAL mode).
 //
-// Durability: the database runs with synchronous=NORMAL in WAL mode, so a
+// Durability: SQLite runs with synchronous=NORMAL in WAL mode, so a
 // committed write survives a crash of hermesd but the last commits before a
-// power loss may not.
+// power loss may not. PostgreSQL's durability is the server's.
 package store
 
 import (

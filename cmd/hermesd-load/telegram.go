@@ -73,8 +73,10 @@ func (f *telegramFake) replies(ctx context.Context) ([]reply, error) {
 }
 
 // isMessageSend reports whether a Bot API method puts a message into a chat
-// (sendMessage, sendVoice, sendDocument, …; not sendChatAction).
+// (sendMessage, sendVoice, sendDocument, …; not sendChatAction, and not
+// sendMessageDraft: a streamed answer's draft is shown while it is written
+// and replaced by the final message, which is the reply).
 func isMessageSend(method string) bool {
 	m := strings.ToLower(method)
-	return strings.HasPrefix(m, "send") && m != "sendchataction"
+	return strings.HasPrefix(m, "send") && m != "sendchataction" && m != "sendmessagedraft"
 }

@@ -76,6 +76,10 @@ func backup(ctx context.Context, args []string, w io.Writer, env func(string) (s
 	if err != nil {
 		return err
 	}
+	// With the state in PostgreSQL there is no database file to copy.
+	if cfg, err := config.Load(env); err == nil && cfg.DatabaseURL != "" {
+		return fmt.Errorf("backup: HERMES_DATABASE_URL is set: %w", store.ErrBackupPostgres)
+	}
 	tmp, err := os.MkdirTemp("", "hermesd-backup-")
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)

@@ -244,3 +244,17 @@ func archiveNames(t *testing.T, file string) map[string]bool {
 	}
 	return names
 }
+
+// With HERMES_DATABASE_URL the state is in PostgreSQL: backup says to use
+// pg_dump instead of archiving a database that is not there.
+func TestBackup_RefusesPostgresNamingPgDump(t *testing.T) {
+	_, env := testEnv(t, map[string]string{"HERMES_DATABASE_URL": "postgres://hermes@127.0.0.1:1/hermes"})
+	file := filepath.Join(t.TempDir(), "b.tar.gz")
+	_, _, err := runCmd(t, env, "backup", file)
+	if err == nil || !strings.Contains(err.Error(), "pg_dump") {
+		t.Fatalf("backup with a PostgreSQL store: %v, want a refusal naming pg_dump", err)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Fatal("backup wrote an archive anyway")
+	}
+}

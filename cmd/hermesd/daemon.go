@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/hermesd/hermesd/config"
@@ -77,6 +78,13 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer, env func(st
 func modelLabel(cfg config.Config) string {
 	if cfg.Offline() {
 		return "offline assistant"
+	}
+	if len(cfg.Models) > 1 {
+		names := make([]string, 0, len(cfg.Models))
+		for _, m := range cfg.Models {
+			names = append(names, m.Name)
+		}
+		return strings.Join(names, ", ")
 	}
 	return cfg.Model
 }

@@ -54,7 +54,7 @@ func TestDockerfile(t *testing.T) {
 	if uid := docker("exec", id, "id", "-u"); uid == "0" {
 		t.Error("the container runs as root")
 	}
-	for _, tool := range []string{"espeak-ng", "lame"} {
+	for _, tool := range []string{"espeak-ng", "lame", "pdftotext"} {
 		docker("exec", id, "sh", "-c", "command -v "+tool)
 	}
 	if vol := docker("inspect", "--format", "{{json .Config.Volumes}}", id); !strings.Contains(vol, "/data") {

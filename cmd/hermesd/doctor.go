@@ -19,9 +19,11 @@ import (
 const doctorUsage = `Usage: hermesd doctor [-offline] [-timeout d]
 
 Checks the installation and the configuration, and probes what they name:
-the model endpoint (GET /models), each configured platform's identity
-(Telegram getMe, Discord /users/@me), and the speech tools (espeak-ng speaks,
-lame encodes). Every ✗ line says what to do. It exits 1 when a check fails.
+every configured model's endpoint (GET /models, and that it lists the
+model), each configured platform's identity (Telegram getMe, Discord
+/users/@me), the speech tools (espeak-ng speaks, lame encodes) and pdftotext
+(PDFs sent in a chat). Every ✗ line says what to do. It exits 1 when a check
+fails.
 
   -offline     skip the network probes (tools and the store are still checked)
   -timeout d   how long one probe may take (default 10s)
@@ -76,6 +78,7 @@ func doctor(ctx context.Context, args []string, w io.Writer, env func(string) (s
 
 	p := newProber(*timeout)
 	failed += doctorSpeech(ctx, w, p, cfg)
+	doctorMedia(w, cfg.Media)
 	if _, err := exec.LookPath("opusinfo"); err == nil {
 		fmt.Fprintln(w, "✓ opusinfo (opus-tools): only the tests use it")
 	} else {
@@ -89,16 +92,26 @@ func doctor(ctx context.Context, args []string, w io.Writer, env func(string) (s
 	case cfg.Offline():
 		fmt.Fprintln(w, "• model: the offline assistant (set OPENAI_BASE_URL, OPENAI_API_KEY, HERMES_MODEL for a real model)")
 	case *offline:
-		fmt.Fprintf(w, "• model: %s at %s (not probed)\n", cfg.Model, cfg.ModelBaseURL)
+		for _, m := range cfg.Models {
+			fmt.Fprintf(w, "• model: %s at %s (not probed)%s\n", m.Model, m.BaseURL, catalogName(m))
+		}
 	default:
-		models, err := p.Models(ctx, cfg.ModelBaseURL, cfg.ModelAPIKey)
-		switch {
-		case err != nil:
-			fail("model endpoint %s: %v", cfg.ModelBaseURL, err)
-		case len(models) > 0 && !slices.Contains(models, cfg.Model):
-			fail("model endpoint %s answers, but has no model %q (HERMES_MODEL); it has: %s", cfg.ModelBaseURL, cfg.Model, listSome(models, 10))
-		default:
-			fmt.Fprintf(w, "✓ model endpoint %s answers; model %s (%d models listed)\n", cfg.ModelBaseURL, cfg.Model, len(models))
+		// Every model of the catalog: a fallback that does not answer is
+		// found now, not during the primary's outage.
+		for _, m := range cfg.Models {
+			hint := "HERMES_MODEL"
+			if m.Name != cfg.Model || len(cfg.Models) > 1 {
+				hint = "models." + m.Name + ".model"
+			}
+			models, err := p.Models(ctx, m.BaseURL, m.APIKey)
+			switch {
+			case err != nil:
+				fail("model endpoint %s: %v%s", m.BaseURL, err, catalogName(m))
+			case len(models) > 0 && !slices.Contains(models, m.Model):
+				fail("model endpoint %s answers, but has no model %q (%s); it has: %s", m.BaseURL, m.Model, hint, listSome(models, 10))
+			default:
+				fmt.Fprintf(w, "✓ model endpoint %s answers; model %s (%d models listed)%s\n", m.BaseURL, m.Model, len(models), catalogName(m))
+			}
 		}
 	}
 
@@ -225,4 +238,13 @@ func listSome(list []string, n int) string {
 		return strings.Join(list, ", ")
 	}
 	return strings.Join(list[:n], ", ") + fmt.Sprintf(" and %d more", len(list)-n)
+}
+
+// catalogName names a catalog entry whose name differs from its provider
+// id, for doctor's lines.
+func catalogName(m config.ModelEntry) string {
+	if m.Name == m.Model {
+		return ""
+	}
+	return fmt.Sprintf(" [%s]", m.Name)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,5 +103,30 @@ func TestDoctor_RejectedKeyAndHangingEndpoint(t *testing.T) {
 	out, _, err = runCmd(t, env, "doctor")
 	if err == nil || !strings.Contains(out, `has no model "gpt-nope"`) || !strings.Contains(out, "modeltest") {
 		t.Fatalf("doctor with an unknown model: %v\n%s", err, out)
+	}
+}
+
+func TestDoctor_ProbesEveryCatalogModel(t *testing.T) {
+	good := modeltest.NewServer(t, modeltest.WithAPIKey("sk-good"))
+	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusBadGateway)
+	}))
+	t.Cleanup(dead.Close)
+	home, env := testEnv(t, map[string]string{"GOOD_KEY": "sk-good"})
+	yaml := "models:\n" +
+		"  - {name: main, base_url: " + good.URL() + ", api_key_env: GOOD_KEY, model: modeltest, fallback: [spare]}\n" +
+		"  - {name: spare, base_url: " + dead.URL + "/v1, model: spare-id}\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCmd(t, env, "doctor")
+	if err == nil {
+		t.Fatalf("doctor passed with a dead fallback:\n%s", out)
+	}
+	if !strings.Contains(out, "✓ model endpoint "+good.URL()+" answers; model modeltest") || !strings.Contains(out, "[main]") {
+		t.Errorf("the primary's line is missing:\n%s", out)
+	}
+	if !strings.Contains(out, "✗ model endpoint "+dead.URL+"/v1") || !strings.Contains(out, "[spare]") {
+		t.Errorf("the dead fallback is not reported:\n%s", out)
 	}
 }

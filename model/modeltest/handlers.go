@@ -145,3 +145,16 @@ func hasToolResult(req model.Request) bool {
 	}
 	return false
 }
+
+// WithUsage reports u as the usage of every answer next gives, as a server
+// that counts tokens does (in the body, or in the last chunk of a stream the
+// client asked usage for).
+func WithUsage(u model.Usage, next Handler) Handler {
+	return func(ctx context.Context, req model.Request) (model.Response, error) {
+		resp, err := next(ctx, req)
+		if err == nil {
+			resp.Usage = u
+		}
+		return resp, err
+	}
+}

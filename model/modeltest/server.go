@@ -8,6 +8,9 @@
 //		modeltest.CallTool("text_to_speech", `{"text":"hi"}`, "Done.")))
 //	c, _ := model.NewClient(model.Config{BaseURL: srv.URL(), Model: "test"})
 //
+// A request with "stream": true is answered as server-sent events, cut into
+// chunks as WithStreaming says (chunk size, delay, a cut part-way).
+//
 // modeltest.WithHandler(model.Offline{}.Complete) puts the offline assistant
 // behind a real endpoint, for end-to-end tests of the tool-calling protocol.
 package modeltest
@@ -76,6 +79,10 @@ type Recorded struct {
 	// Received is when the request arrived, for timing assertions (backoff,
 	// Retry-After).
 	Received time.Time
+	// Stream is the "stream" field: the client asked for a streamed answer.
+	Stream bool
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool
 }
 
 // Server is the fake endpoint. Its methods are safe for concurrent use.
@@ -88,6 +95,7 @@ type Server struct {
 	instant    []byte
 	instantLen []string
 	calls      atomic.Int64
+	streaming  atomic.Pointer[Streaming]
 	mu         sync.Mutex
 	recorded   []Recorded
 }
@@ -172,6 +180,7 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request) {
 	s.recorded = append(s.recorded, Recorded{
 		Request: req, Model: wr.Model, ToolChoice: wr.ToolChoice,
 		Header: r.Header.Clone(), Body: body, Received: time.Now(),
+		Stream: wr.Stream, IncludeUsage: wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage,
 	})
 	s.mu.Unlock()
 
@@ -196,6 +205,8 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request) {
 			apiErr = &model.APIError{Status: http.StatusInternalServerError, Message: err.Error()}
 		}
 		writeError(w, apiErr)
+	case wr.Stream && !s.Streaming().IgnoreStream:
+		s.writeStream(ctx, w, resp, wr, n)
 	default:
 		writeJSON(w, http.StatusOK, toWire(resp, wr.Model, n))
 	}
@@ -249,6 +260,15 @@ func fromWire(wr wire.Request) model.Request {
 	req := model.Request{Messages: make([]model.Message, 0, len(wr.Messages))}
 	for _, m := range wr.Messages {
 		msg := model.Message{Role: m.Role, Content: m.Content.Text, ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, u := range m.Content.Images {
+			// A URL that is not a data: URL is kept as its text, so a test
+			// sees what arrived rather than nothing.
+			mime, data, ok := wire.ParseDataURL(u)
+			if !ok {
+				mime, data = "text/uri-list", []byte(u)
+			}
+			msg.Images = append(msg.Images, model.Image{MIME: mime, Data: data})
+		}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/hermesd/hermesd/keyed"
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/retry"
@@ -149,6 +150,13 @@ type Deps struct {
 	// call (status 0: network error) and every 429 (the metrics hooks).
 	OnAPIError    func(status int)
 	OnRateLimited func(retryAfter time.Duration)
+	// Media, if set, downloads image and document attachments (within its
+	// cap) and stores and reads them at accept time; nil only describes them.
+	Media *media.Ingester
+	// Drafts, if set, records the message id of each session's streamed
+	// draft durably, so that a reply resent after a crash edits the draft
+	// instead of posting a second copy; nil keeps it in memory (draft.go).
+	Drafts DraftStore
 }
 
 // Adapter is the Discord platform adapter. It is safe for concurrent use;
@@ -169,6 +177,8 @@ type Adapter struct {
 	http  *http.Client
 	locks channelLocks
 	chans channelCache
+	// drafts are the streamed drafts and their pacing (draft.go).
+	drafts drafts
 
 	botID   atomic.Pointer[string]
 	running atomic.Bool

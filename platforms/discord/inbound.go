@@ -115,6 +115,9 @@ func (a *Adapter) handleMessage(ctx context.Context, in platforms.Inbound, m *di
 		a.notify(ctx, log, replyChannel(s), notice, m.ID)
 		return
 	}
+	if err := a.ingestAttachments(ctx, log, m, um); err != nil {
+		return // the adapter is stopping
+	}
 
 	if err := in(ctx, um); err != nil {
 		if ctx.Err() != nil {

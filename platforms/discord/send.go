@@ -56,6 +56,8 @@ func (a *Adapter) Send(ctx context.Context, s messages.Session, d *messages.Deli
 		d.GetKind() == messages.DeliveryKind_DELIVERY_KIND_UNSPECIFIED && len(d.GetAudio()) > 0
 	if voice {
 		err = a.sendVoice(ctx, log, ch, d, rec)
+	} else if done, ferr := a.finishDraft(ctx, log, s.Key(), ch, d, rec); done {
+		rec.ShownAs, err = shownText, ferr
 	} else {
 		rec.ShownAs = shownText
 		var ids []string

@@ -10,6 +10,8 @@
 // Outbound, replies are rendered from Markdown to Telegram HTML, chunked at
 // 4096 UTF-16 units, paced to Telegram's limits, retried on 429, 5xx and
 // network errors, and voice notes fall back to audio, file and text.
+// Streamed replies show as drafts (draft.go): sendMessageDraft previews in
+// private chats, one edited message elsewhere.
 //
 // Library types (models.Update, models.Message) never leave this package.
 package telegram
@@ -31,6 +33,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 	"github.com/hermesd/hermesd/retry"
@@ -240,6 +243,9 @@ type Deps struct {
 	// HTTPClient carries every call; nil uses a client of the adapter's own.
 	// Its Timeout should be zero: the adapter bounds each call itself.
 	HTTPClient *http.Client
+	// Media, if set, downloads photos and documents (within its cap) and
+	// stores and reads them at accept time; nil only describes them.
+	Media *media.Ingester
 }
 
 // Adapter is the Telegram platform adapter. Create it with New; it is safe
@@ -257,6 +263,8 @@ type Adapter struct {
 	botID int64
 
 	out *outbox
+	// drafts are the open drafts of streamed replies (draft.go).
+	drafts drafts
 	// free holds cfg.FreeResponseChats for the per-message check.
 	free map[int64]bool
 

@@ -12,6 +12,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/retry"
 )
@@ -63,7 +64,13 @@ func (p *pipeline) build(ctx context.Context, parts []*update, log *slog.Logger)
 			MimeType: au.MimeType, Size: au.FileSize, DurationSecs: float64(au.Duration)})
 	case m.Document != nil:
 		d := m.Document
-		um.Attachments = append(um.Attachments, &messages.Attachment{Kind: "document", Name: orDefault(d.FileName, "document"), MimeType: d.MimeType, Size: d.FileSize})
+		att := &messages.Attachment{Kind: "document", Name: orDefault(d.FileName, "document"), MimeType: d.MimeType, Size: d.FileSize}
+		um.Attachments = append(um.Attachments, att)
+		if ing := a.deps.Media; ing != nil && media.Wants(att.Kind, att.Name, att.MimeType) {
+			if err := p.ingest(ctx, ing, att, d.FileID, d.FileSize, log); err != nil {
+				return nil, "", err
+			}
+		}
 	case len(m.Photo) > 0:
 		big := m.Photo[0]
 		for _, ph := range m.Photo {
@@ -71,7 +78,18 @@ func (p *pipeline) build(ctx context.Context, parts []*update, log *slog.Logger)
 				big = ph
 			}
 		}
-		um.Attachments = append(um.Attachments, &messages.Attachment{Kind: "photo", Name: "photo.jpg", MimeType: "image/jpeg", Size: int64(big.FileSize)})
+		att := &messages.Attachment{Kind: "photo", Name: "photo.jpg", MimeType: "image/jpeg", Size: int64(big.FileSize)}
+		um.Attachments = append(um.Attachments, att)
+		if ing := a.deps.Media; ing != nil {
+			// The largest size that fits the cap: Telegram keeps several.
+			fit, ok := largestPhoto(m.Photo, ing.MaxBytes())
+			if !ok {
+				fit = big
+			}
+			if err := p.ingest(ctx, ing, att, fit.FileID, int64(fit.FileSize), log); err != nil {
+				return nil, "", err
+			}
+		}
 	case m.Video != nil:
 		um.Attachments = append(um.Attachments, &messages.Attachment{Kind: "document", Name: orDefault(m.Video.FileName, "video.mp4"),
 			MimeType: m.Video.MimeType, Size: m.Video.FileSize, DurationSecs: float64(m.Video.Duration)})

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hermesd/hermesd/media"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/platforms"
 )
@@ -25,6 +26,9 @@ type Reply struct {
 	// Kind is "text" or "voice".
 	Kind string `json:"kind"`
 	Text string `json:"text,omitempty"`
+	// HTML is Text's Markdown rendered and sanitized, for the page to
+	// insert; empty when there is nothing to render.
+	HTML string `json:"html,omitempty"`
 	// Format ("mp3" or "ogg/opus"), URL and duration of a voice reply.
 	Format   string  `json:"format,omitempty"`
 	URL      string  `json:"url,omitempty"`
@@ -39,6 +43,12 @@ type Reply struct {
 type Event struct {
 	Answers []string `json:"answers,omitempty"`
 	Replies []Reply  `json:"replies"`
+	// Draft is the id of the streamed draft these replies complete, if the
+	// answer was streamed: the page replaces that draft with them.
+	Draft string `json:"draft,omitempty"`
+
+	// draft, when set, makes this a draft event instead (see Draft).
+	draft *DraftEvent
 }
 
 // Adapter is the web chat platform. Send is called by the outbox; the HTTP
@@ -63,9 +73,18 @@ type Adapter struct {
 	stopOnce sync.Once
 	ready    chan struct{}
 	readyOne sync.Once
+	// files stores and reads uploaded images and documents (nil: refused).
+	files *media.Ingester
+
+	md      *markdown
+	history History
+	stt     Transcriber
 }
 
-var _ platforms.Adapter = (*Adapter)(nil)
+var (
+	_ platforms.Adapter = (*Adapter)(nil)
+	_ platforms.Drafter = (*Adapter)(nil)
+)
 
 // Options configure the web chat.
 type Options struct {
@@ -76,6 +95,15 @@ type Options struct {
 	// MaxStreamsPerClient bounds the event streams one client IP may hold
 	// open at once; 0 means 32.
 	MaxStreamsPerClient int
+	// Media, if set, takes the files of POST /api/chat (images, documents)
+	// and stores and reads them; nil refuses files.
+	Media *media.Ingester
+	// History reads a chat's conversation for GET /api/chat/{id}/history;
+	// without it the route answers 501.
+	History History
+	// Transcriber transcribes recordings posted to
+	// /api/chat/{id}/voice; nil answers them 501.
+	Transcriber Transcriber
 }
 
 // New returns a web chat adapter.
@@ -101,6 +129,10 @@ func New(o Options) *Adapter {
 		maxStreams: o.MaxStreamsPerClient,
 		stopped:    make(chan struct{}),
 		ready:      make(chan struct{}),
+		files:      o.Media,
+		md:         newMarkdown(),
+		history:    o.History,
+		stt:        o.Transcriber,
 	}
 }
 
@@ -154,7 +186,7 @@ func (a *Adapter) Send(_ context.Context, s messages.Session, d *messages.Delive
 			}
 		}
 	}
-	ev := Event{Answers: d.GetAnswers(), Replies: []Reply{r}}
+	ev := Event{Answers: d.GetAnswers(), Replies: []Reply{r}, Draft: d.GetDraftId()}
 	for sub := range a.subs[s.ChatID()] {
 		sub.push(ev)
 	}
@@ -165,6 +197,7 @@ func (a *Adapter) Send(_ context.Context, s messages.Session, d *messages.Delive
 func (a *Adapter) reply(d *messages.Delivery) (Reply, error) {
 	r := Reply{Kind: "text", Text: d.GetText(), Origin: d.GetOrigin()}
 	if d.GetKind() != messages.DeliveryKind_DELIVERY_KIND_VOICE {
+		r.HTML = a.md.render(r.Text)
 		return r, nil
 	}
 	f, ok := messages.ParseAudioFormat(d.GetFormat())

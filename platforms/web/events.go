@@ -15,6 +15,15 @@ func (s *subscriber) push(ev Event) {
 	if s.dropped {
 		return
 	}
+	if ev.draft != nil {
+		// A draft is superseded by the next one or by its final reply: a
+		// reader behind by half the buffer skips it rather than being cut
+		// off, and the other half stays free for the replies.
+		if len(s.ch) < cap(s.ch)/2 { // room kept for the replies
+			s.ch <- ev
+		}
+		return
+	}
 	select {
 	case s.ch <- ev:
 	default:

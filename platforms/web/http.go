@@ -15,8 +15,23 @@ import (
 	"github.com/hermesd/hermesd/platforms"
 )
 
-//go:embed page/index.html
+//go:embed page/index.html page/chat.js page/chat.css page/theme.css
 var page embed.FS
+
+// assets are the page's files besides index.html, by name, with their
+// content types.
+var assets = map[string]string{
+	"chat.js":   "text/javascript; charset=utf-8",
+	"chat.css":  "text/css; charset=utf-8",
+	"theme.css": "text/css; charset=utf-8",
+}
+
+// pageCSP is the web chat's Content-Security-Policy: scripts, styles and
+// connections only from hermesd itself, no inline script, no plugins, no
+// framing, and images only from hermesd, so a Markdown image in a reply
+// cannot make the browser call out. Media may also be a blob (a recording).
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; " +
+	"media-src 'self' blob:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // MaxBodyBytes is the largest POST /api/chat body accepted; the text limit
 // itself is the runtime's (docs/api.md).
@@ -28,7 +43,30 @@ func (a *Adapter) Routes(mux *http.ServeMux, replyTimeout time.Duration) {
 	mux.HandleFunc("GET /{$}", a.handlePage)
 	mux.HandleFunc("POST /api/chat", func(w http.ResponseWriter, r *http.Request) { a.handleChat(w, r, replyTimeout) })
 	mux.HandleFunc("GET /api/chat/{id}/events", a.handleEvents)
+	mux.HandleFunc("GET /api/chat/{id}/history", a.handleHistory)
 	mux.HandleFunc("GET /media/{name}", a.handleMedia)
+	mux.HandleFunc("GET /assets/{name}", a.handleAsset)
+	mux.HandleFunc("POST /api/chat/{id}/voice", func(w http.ResponseWriter, r *http.Request) { a.handleVoice(w, r, replyTimeout) })
+}
+
+// handleAsset serves the page's script and style sheets (theme.css is
+// shared with the /status page).
+func (a *Adapter) handleAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	ct, ok := assets[name]
+	if !ok {
+		WriteError(w, http.StatusNotFound, "not_found", "no such asset")
+		return
+	}
+	b, err := page.ReadFile("page/" + name)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, "asset_missing", "asset missing from the binary")
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(b)
 }
 
 func (a *Adapter) handlePage(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +77,9 @@ func (a *Adapter) handlePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	_, _ = w.Write(b)
 }
 
@@ -46,6 +87,8 @@ func (a *Adapter) handlePage(w http.ResponseWriter, r *http.Request) {
 type chatRequest struct {
 	Chat string `json:"chat"`
 	Text string `json:"text"`
+	// Files are images and documents sent with the text (uploads.go).
+	Files []upload `json:"files,omitempty"`
 }
 
 // chatResponse is its answer.
@@ -76,12 +119,12 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		WriteError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, a.bodyLimit())
 	var req chatRequest
 	if err := DecodeJSON(r.Body, &req); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", MaxBodyBytes))
+			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", a.bodyLimit()))
 			return
 		}
 		WriteError(w, http.StatusBadRequest, "malformed_json", "body must be one JSON object like {\"chat\": \"<id>\", \"text\": \"...\"}: "+err.Error())
@@ -92,36 +135,55 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		WriteError(w, http.StatusBadRequest, "bad_chat", err.Error())
 		return
 	}
-	if strings.TrimSpace(req.Text) == "" {
+	if strings.TrimSpace(req.Text) == "" && len(req.Files) == 0 {
 		WriteError(w, http.StatusBadRequest, "empty_text", "text is empty")
 		return
 	}
+	if len(req.Files) > 0 && a.files == nil {
+		WriteError(w, http.StatusBadRequest, "no_files", "this server does not take files")
+		return
+	}
+	if len(req.Files) > maxUploads {
+		WriteError(w, http.StatusBadRequest, "too_many_files", fmt.Sprintf("at most %d files per message", maxUploads))
+		return
+	}
+	um := &messages.UserMessage{Text: req.Text}
+	if err := a.attachUploads(r.Context(), req.Files, um); err != nil {
+		return // the client left
+	}
+	if replies, ok := a.submit(w, r, s, um, timeout); ok {
+		writeJSON(w, http.StatusOK, chatResponse{Replies: replies})
+	}
+}
+
+// submit hands m (its text, voice fields and attachments set) to session s
+// and waits for the turn's replies. When it reports false it has answered
+// the request itself: an error, or a timeout with the replies so far.
+func (a *Adapter) submit(w http.ResponseWriter, r *http.Request, s messages.Session, m *messages.UserMessage, timeout time.Duration) ([]Reply, bool) {
 	in := a.in.Load()
 	if in == nil {
 		WriteError(w, http.StatusServiceUnavailable, "not_ready", "the web chat is not accepting messages")
-		return
+		return nil, false
 	}
 	msgID := fmt.Sprintf("%s-m%d", a.prefix, a.seq.Add(1))
 	wt := a.wait(msgID)
-	err = (*in)(r.Context(), &messages.UserMessage{
-		SessionKey: s.Key(), MessageId: msgID, SenderId: req.Chat, SenderName: "web", Text: req.Text,
-		ReceivedUnixMs: time.Now().UnixMilli(),
-	})
-	if err != nil {
+	m.SessionKey, m.MessageId, m.SenderId, m.SenderName = s.Key(), msgID, s.ChatID(), "web"
+	m.ReceivedUnixMs = time.Now().UnixMilli()
+	if err := (*in)(r.Context(), m); err != nil {
 		a.collect(msgID, wt)
 		if errors.Is(err, platforms.ErrTooLarge) {
 			WriteError(w, http.StatusRequestEntityTooLarge, "too_large", err.Error())
-			return
+			return nil, false
 		}
 		a.log.Warn("web message not accepted", "session", s.Key(), "err", err)
 		WriteError(w, http.StatusServiceUnavailable, "not_accepted", err.Error())
-		return
+		return nil, false
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-wt.done:
-		writeJSON(w, http.StatusOK, chatResponse{Replies: a.collect(msgID, wt)})
+		return a.collect(msgID, wt), true
 	case <-t.C:
 		// The turn goes on; its replies still reach the event stream.
 		replies := a.collect(msgID, wt)
@@ -130,10 +192,11 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		_ = json.NewEncoder(w).Encode(struct {
 			Error   APIErrorBody `json:"error"`
 			Replies []Reply      `json:"replies"`
-		}{APIErrorBody{"timeout", fmt.Sprintf("no complete answer within %s; later replies arrive on /api/chat/%s/events", timeout, req.Chat)}, replies})
+		}{APIErrorBody{"timeout", fmt.Sprintf("no complete answer within %s; later replies arrive on /api/chat/%s/events", timeout, s.ChatID())}, replies})
 	case <-r.Context().Done():
 		a.collect(msgID, wt)
 	}
+	return nil, false
 }
 
 // APIErrorBody is the inside of APIError.
@@ -192,8 +255,12 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return // too slow: the client reconnects
 			}
-			b, _ := json.Marshal(ev)
-			if !write("id: %d\nevent: reply\ndata: %s\n\n", n, b) {
+			name, body := "reply", any(ev)
+			if ev.draft != nil {
+				name, body = "draft", ev.draft
+			}
+			b, _ := json.Marshal(body)
+			if !write("id: %d\nevent: %s\ndata: %s\n\n", n, name, b) {
 				return
 			}
 		}

@@ -256,13 +256,24 @@ func (s *Server) Stop() error {
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }
 
+// initdb creates the cluster in UTF-8 with the C.UTF-8 locale, so that
+// lower() and the full-text parser fold case beyond ASCII as production
+// databases do, or with plain C where the system lacks C.UTF-8.
 func (s *Server) initdb(ctx context.Context) error {
-	out, err := s.run(ctx, "initdb", "-D", s.data(), "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions")
-	if err != nil {
-		return fmt.Errorf("pgtest: initdb: %w: %s", err, out)
+	var errs []error
+	for _, locale := range []string{"C.UTF-8", "C"} {
+		out, err := s.run(ctx, "initdb", "-D", s.data(), "-U", "postgres", "-A", "trust",
+			"-E", "UTF8", "--locale="+locale, "--no-sync", "--no-instructions")
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("pgtest: initdb --locale=%s: %w: %s", locale, err, out))
+		if err := os.RemoveAll(s.data()); err != nil {
+			errs = append(errs, err)
+			break
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (s *Server) start(ctx context.Context, durable bool, timeout time.Duration) error {

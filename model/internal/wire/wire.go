@@ -11,6 +11,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -22,6 +23,15 @@ type Request struct {
 	Messages   []Message `json:"messages"`
 	Tools      []Tool    `json:"tools,omitempty"`
 	ToolChoice string    `json:"tool_choice,omitempty"`
+	// Stream asks for server-sent events (stream.go); StreamOptions then
+	// asks for a last chunk that carries the usage.
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+}
+
+// StreamOptions tunes a streamed answer.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 // Message is one chat message, in a request or in a response choice.
@@ -86,21 +96,76 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-// Content is a message's text. It encodes as a JSON string, or as null when
-// Null is set (an assistant message that only calls tools, as OpenAI's own
-// clients send it). It decodes from null, a string, or an array of content
-// parts whose text parts are concatenated.
+// Content is a message's text and images. It encodes as a JSON string, or as
+// null when Null is set (an assistant message that only calls tools, as
+// OpenAI's own clients send it), or, only when Images is set, as an array of
+// content parts: the text part first, then one image_url part per image. It
+// decodes from null, a string, or an array of content parts whose text parts
+// are concatenated and whose image_url parts are collected.
 type Content struct {
 	Text string
 	Null bool
+	// Images are image URLs (data: URLs from hermesd) in order.
+	Images []string
 }
 
-// MarshalJSON encodes the content as a string or null.
+// Part is one element of a content array.
+type Part struct {
+	Type     string    `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	ImageURL *ImageURL `json:"image_url,omitempty"`
+}
+
+// ImageURL is the payload of an image_url part.
+type ImageURL struct {
+	URL string `json:"url"`
+}
+
+// MarshalJSON encodes the content as a string, null, or parts when it
+// carries images: text-only requests keep the plain spelling every server
+// accepts.
 func (c Content) MarshalJSON() ([]byte, error) {
-	if c.Null {
+	if c.Null && len(c.Images) == 0 {
 		return []byte("null"), nil
 	}
-	return json.Marshal(c.Text)
+	if len(c.Images) == 0 {
+		return json.Marshal(c.Text)
+	}
+	parts := make([]Part, 0, len(c.Images)+1)
+	if c.Text != "" {
+		parts = append(parts, Part{Type: "text", Text: c.Text})
+	}
+	for _, u := range c.Images {
+		parts = append(parts, Part{Type: "image_url", ImageURL: &ImageURL{URL: u}})
+	}
+	return json.Marshal(parts)
+}
+
+// DataURL spells bytes as a data: URL, the form OpenAI accepts for inline
+// images.
+func DataURL(mime string, data []byte) string {
+	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
+}
+
+// ParseDataURL reads back a base64 data: URL; ok is false for anything else.
+func ParseDataURL(u string) (mime string, data []byte, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", nil, false
+	}
+	meta, payload, found := strings.Cut(rest, ",")
+	if !found {
+		return "", nil, false
+	}
+	mime, found = strings.CutSuffix(meta, ";base64")
+	if !found {
+		return "", nil, false
+	}
+	data, err := base64.StdEncoding.DecodeString(payload)
+	if err != nil {
+		return "", nil, false
+	}
+	return mime, data, true
 }
 
 // UnmarshalJSON accepts null, a string, or an array of {type, text} parts.
@@ -118,20 +183,21 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 		*c = Content{Text: s}
 		return nil
 	case len(data) > 0 && data[0] == '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var parts []Part
 		if err := json.Unmarshal(data, &parts); err != nil {
 			return fmt.Errorf("content parts: %w", err)
 		}
 		var b strings.Builder
+		var images []string
 		for _, p := range parts {
-			if p.Type == "" || p.Type == "text" || p.Type == "output_text" {
+			switch {
+			case p.Type == "" || p.Type == "text" || p.Type == "output_text":
 				b.WriteString(p.Text)
+			case p.Type == "image_url" && p.ImageURL != nil:
+				images = append(images, p.ImageURL.URL)
 			}
 		}
-		*c = Content{Text: b.String()}
+		*c = Content{Text: b.String(), Images: images}
 		return nil
 	default:
 		return fmt.Errorf("content: want a string, null or an array of parts, got %.20q", data)

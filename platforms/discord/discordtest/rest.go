@@ -344,10 +344,12 @@ func (s *Server) handlePost(w http.ResponseWriter, r *http.Request) {
 	case fail != nil:
 		p.Status = fail.Status
 		p.MessageID = s.newIDLocked()
+		s.messages[p.MessageID] = &stored{channel: ch, content: p.Content, seq: p.Seq}
 	default:
 		p.Status = http.StatusOK
 		p.MessageID = s.newIDLocked()
 		msg = s.messageLocked(p)
+		s.messages[p.MessageID] = &stored{channel: ch, content: p.Content, seq: p.Seq}
 	}
 	s.attempts = append(s.attempts, p)
 	s.notifyLocked()
@@ -452,6 +454,15 @@ func (s *Server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	p.Status = http.StatusOK
 	s.mu.Lock()
 	p.Seq = len(s.attempts) + 1
+	if fail := s.editRefusalLocked(p); fail != nil {
+		p.Status, p.MessageID = fail.Status, ""
+		s.attempts = append(s.attempts, p)
+		s.notifyLocked()
+		s.mu.Unlock()
+		writeFailure(w, *fail)
+		return
+	}
+	s.messages[p.MessageID].content = p.Content
 	s.attempts = append(s.attempts, p)
 	msg := s.messageLocked(p)
 	s.notifyLocked()

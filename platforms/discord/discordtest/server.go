@@ -107,25 +107,32 @@ type Server struct {
 	typing      map[string]int
 	threads     []ThreadStart
 	cdnGets     int
+	// messages holds the current content of every message created, by id;
+	// editFailures are queued answers to edits, by channel (drafts.go).
+	messages     map[string]*stored
+	editFailures map[string][]Failure
+	deletes      []string
 }
 
 // NewServer starts a fake Discord on 127.0.0.1 and stops it when tb ends.
 func NewServer(tb testing.TB) *Server {
 	tb.Helper()
 	s := &Server{
-		Timeout:     10 * time.Second,
-		tb:          tb,
-		changed:     make(chan struct{}),
-		conns:       make(map[*websocket.Conn]struct{}),
-		nextID:      1_000_000,
-		channels:    make(map[string]Channel),
-		cdn:         make(map[string][]byte),
-		failures:    make(map[string][]Failure),
-		noVoice:     make(map[string]bool),
-		noFiles:     make(map[string]bool),
-		noThreads:   make(map[string]bool),
-		uploadLimit: DefaultUploadLimit,
-		typing:      make(map[string]int),
+		Timeout:      10 * time.Second,
+		tb:           tb,
+		changed:      make(chan struct{}),
+		conns:        make(map[*websocket.Conn]struct{}),
+		nextID:       1_000_000,
+		channels:     make(map[string]Channel),
+		cdn:          make(map[string][]byte),
+		failures:     make(map[string][]Failure),
+		noVoice:      make(map[string]bool),
+		noFiles:      make(map[string]bool),
+		noThreads:    make(map[string]bool),
+		uploadLimit:  DefaultUploadLimit,
+		typing:       make(map[string]int),
+		messages:     make(map[string]*stored),
+		editFailures: make(map[string][]Failure),
 		upgrader: websocket.Upgrader{
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
@@ -139,6 +146,7 @@ func NewServer(tb testing.TB) *Server {
 	mux.HandleFunc("POST /api/v9/channels/{id}/typing", s.auth(s.handleTyping))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages", s.auth(s.handlePost))
 	mux.HandleFunc("PATCH /api/v9/channels/{id}/messages/{mid}", s.auth(s.handleEdit))
+	mux.HandleFunc("DELETE /api/v9/channels/{id}/messages/{mid}", s.auth(s.handleDelete))
 	mux.HandleFunc("POST /api/v9/channels/{id}/messages/{mid}/threads", s.auth(s.handleThreadStart))
 	mux.HandleFunc("GET /cdn/{path...}", s.handleCDN)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

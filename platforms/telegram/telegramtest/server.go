@@ -77,6 +77,7 @@ type Server struct {
 	files      map[string]storedFile
 	nextFile   int
 	texts      map[msgRef]string // current text of bot messages, for edits
+	deleted    map[msgRef]bool   // bot messages deleted since
 	faults     []*fault
 	hook       webhook
 }
@@ -120,6 +121,7 @@ func Start(opts ...Option) (*Server, error) {
 		chatTypes: map[int64]string{},
 		files:     map[string]storedFile{},
 		texts:     map[msgRef]string{},
+		deleted:   map[msgRef]bool{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -266,6 +268,10 @@ func (s *Server) dispatch(c *Call) (any, *apiError) {
 		return true, nil
 	case "editmessagetext":
 		return s.editMessageText(c)
+	case "sendmessagedraft":
+		return s.sendMessageDraft(c)
+	case "deletemessage":
+		return s.deleteMessage(c)
 	case "getfile":
 		return s.getFile(c)
 	case "setwebhook":
