@@ -62,7 +62,18 @@ func (rt *Runtime) route(ctx context.Context, key string, msg any) error {
 	default:
 		return fmt.Errorf("route %T to %s: not a message that crosses members", msg, key)
 	}
+	// Shutdown stops every wait at once (routeAccepted says why that is
+	// safe for stored messages).
+	ctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(rt.draining, cancel)()
+	defer cancel()
 	if err := rt.placement.Deliver(ctx, key, wire); err != nil {
+		if rt.draining.Err() != nil {
+			if _, ok := msg.(*resumeSession); ok {
+				return nil // a nudge: the owner's sweep does the same
+			}
+			return fmt.Errorf("route to session %s: %w", key, ErrShuttingDown)
+		}
 		return fmt.Errorf("route to session %s: %w", key, err)
 	}
 	return nil
