@@ -169,6 +169,23 @@ func TestClusterOfProcessesSurvivesKillStopAndTerm(t *testing.T) {
 	for c := range sh.voice {
 		tg.SendText(chatID(c), userID(c), "/voice tts")
 	}
+	// Commands are not stored: one lost with a killed member is lost (the
+	// user sees no answer and sends it again). The voice setting is this
+	// test's precondition, so it waits for every chat's answer first.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	err = tg.WaitFor(ctx, func(calls []telegramtest.Call) bool {
+		answered := map[int64]bool{}
+		for _, c := range calls {
+			if c.Method == "sendMessage" && c.OK() && c.ChatID < chatID(sh.voice) {
+				answered[c.ChatID] = true
+			}
+		}
+		return len(answered) == sh.voice
+	})
+	cancel()
+	if err != nil {
+		t.Fatalf("/voice tts not answered in every voice chat: %v", err)
+	}
 
 	// Every chat sends perChat messages, each once its previous one is
 	// answered, with the disruptions running meanwhile.
