@@ -115,7 +115,7 @@ func (m *Memory) Accept(_ context.Context, s messages.Session, um *messages.User
 	c := proto.Clone(um).(*messages.UserMessage)
 	c.InboxSeq = m.seq
 	ms.inbox = append(ms.inbox, &memInput{m: c})
-	ms.history = append(ms.history, memEntry{conv: ms.conv, msg: model.Message{Role: "user", Content: um.GetText()}, input: m.seq})
+	ms.history = append(ms.history, memEntry{conv: ms.conv, msg: model.Message{Role: "user", Content: messages.HistoryText(um)}, input: m.seq})
 	return m.seq, nil
 }
 

@@ -605,8 +605,9 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	})
 	if t.conv == a.conv { // else /resume went to another conversation meanwhile
 		for _, in := range inputs {
-			if in.GetText() != "" {
-				a.history = append(a.history, model.Message{Role: "user", Content: in.GetText()})
+			// As the store keeps it (Accept): with its documents' text.
+			if text := messages.HistoryText(in); text != "" {
+				a.history = append(a.history, model.Message{Role: "user", Content: text})
 				a.appended++
 			}
 		}

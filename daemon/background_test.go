@@ -182,7 +182,9 @@ func TestMemorySkillsAndJobsSurviveRestart(t *testing.T) {
 	if _, a := r2.chat(t, "keeper", "remind me in 1s to water the basil"); !strings.Contains(a.Replies[0].Text, "Reminder set") {
 		t.Fatalf("second reminder: %+v", a)
 	}
-	if seen := textsUntil(t, ev, "⏰ Reminder: water the basil", 15*time.Second); count(seen, "⏰ Reminder: feed Miso") != 0 {
+	// The stream may have caught the overdue reminder's firing (once) or
+	// opened after it (none); a repeat would show as a second.
+	if seen := textsUntil(t, ev, "⏰ Reminder: water the basil", 15*time.Second); count(seen, "⏰ Reminder: feed Miso") > 1 {
 		t.Fatalf("the overdue reminder fired more than once: %q", seen)
 	}
 	if n := count(historyTexts(t, r2, "keeper"), "⏰ Reminder: feed Miso"); n != 1 {

@@ -58,3 +58,42 @@ func TestMedia_VisionFollowsTheChatsModel(t *testing.T) {
 		t.Fatalf("spare got %+v", last)
 	}
 }
+
+// A document stays in the conversation: a follow-up question, in the same
+// session and after a restart, reaches the model with the document's text
+// in the earlier user message, not only the words typed with it.
+func TestMedia_DocumentStaysForFollowUps(t *testing.T) {
+	fake := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Reply("noted")))
+	home := t.TempDir()
+	cfg := testConfig(t, home, map[string]string{"OPENAI_BASE_URL": fake.URL(), "HERMES_REVIEW_EVERY": "0", "HERMES_SWEEP_EVERY": "0"})
+	r := start(t, cfg, daemon.Options{})
+	doc := "# Plan\nThe launch code word is PERIWINKLE.\n"
+	body, _ := json.Marshal(map[string]any{"chat": "dora", "text": "keep this in mind",
+		"files": []map[string]any{{"name": "plan.md", "mime_type": "text/markdown", "data": []byte(doc)}}})
+	if code, ans := r.post(t, body); code != http.StatusOK || len(ans.Replies) == 0 {
+		t.Fatalf("document: status %d, %+v", code, ans)
+	}
+	earlier := func(when string) {
+		t.Helper()
+		msgs := fake.LastRequest(t).Request.Messages
+		for _, m := range msgs[:len(msgs)-1] {
+			if m.Role == "user" && strings.Contains(m.Content, "keep this in mind") {
+				if !strings.Contains(m.Content, "PERIWINKLE") || !strings.Contains(m.Content, "[document: plan.md]") {
+					t.Fatalf("%s: the earlier message reached the model as %q", when, m.Content)
+				}
+				return
+			}
+		}
+		t.Fatalf("%s: the earlier message is not in the request at all", when)
+	}
+	if got := r.say(t, "dora", "what is the code word?"); got != "noted" {
+		t.Fatalf("follow-up: %q", got)
+	}
+	earlier("same session")
+	r.stop()
+	r = start(t, cfg, daemon.Options{})
+	if got := r.say(t, "dora", "and again?"); got != "noted" {
+		t.Fatalf("after restart: %q", got)
+	}
+	earlier("after a restart")
+}

@@ -1,9 +1,12 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/png"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -355,5 +358,75 @@ func TestBrowser_ToolBeingRunIsShown(t *testing.T) {
 	}
 	if left != 0 {
 		t.Fatalf("%d drafts or indicators left after the answer", left)
+	}
+}
+
+// TestBrowser_ReminderIsLabelled: a reminder nobody asked for right then
+// arrives on the page labelled as a reminder, apart from the answers.
+func TestBrowser_ReminderIsLabelled(t *testing.T) {
+	r := start(t, testConfig(t, t.TempDir(), nil), daemon.Options{})
+	ctx := browser(t, 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(r.srv.URL+"/?chat=browser-remind"),
+		chromedp.WaitVisible(chromedp.CSS(`.note`)),
+		chromedp.SendKeys(chromedp.CSS(`#t`), "remind me in 1s to stretch"),
+		chromedp.Click(chromedp.CSS(`#send`)),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.bot.unprompted[data-origin="cron"] .origin`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	label, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.msg.bot.unprompted[data-origin="cron"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := strings.ToLower(label); !strings.HasPrefix(l, "reminder") || !strings.Contains(l, "stretch") {
+		t.Fatalf("the reminder shows as %q", label)
+	}
+	set, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".msg.bot:not(.unprompted) .origin").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set != 0 {
+		t.Fatalf("%d answers to the user carry an origin label", set)
+	}
+}
+
+// TestBrowser_AttachedPhotoReachesTheModel: in chromium, a photo chosen
+// with the page's 📎 button goes with the message, and reaches a vision
+// model as an image part holding the very bytes of the file.
+func TestBrowser_AttachedPhotoReachesTheModel(t *testing.T) {
+	fake := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Reply("a small grey square")))
+	r := start(t, testConfig(t, t.TempDir(), map[string]string{"OPENAI_BASE_URL": fake.URL(), "HERMES_MODEL_VISION": "on",
+		"HERMES_REVIEW_EVERY": "0", "HERMES_SWEEP_EVERY": "0"}), daemon.Options{})
+	var pic bytes.Buffer
+	if err := png.Encode(&pic, image.NewGray(image.Rect(0, 0, 16, 16))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "square.png")
+	if err := os.WriteFile(path, pic.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := browser(t, 60*time.Second)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(r.srv.URL+"/?chat=browser-photo"),
+		chromedp.WaitVisible(chromedp.CSS(`#attach`)),
+		chromedp.SetUploadFiles(chromedp.CSS(`#file`), []string{path}),
+		chromedp.SendKeys(chromedp.CSS(`#t`), "what is this?"),
+		chromedp.Click(chromedp.CSS(`#send`)),
+		chromedp.WaitVisible(chromedp.CSS(`.msg.bot`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	shown, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.msg.me`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(shown, "what is this?") || !strings.Contains(shown, "square.png") {
+		t.Errorf("the page shows the message as %q", shown)
+	}
+	msgs := fake.LastRequest(t).Request.Messages
+	last := msgs[len(msgs)-1]
+	if len(last.Images) != 1 || !bytes.Equal(last.Images[0].Data, pic.Bytes()) || !strings.HasPrefix(last.Content, "what is this?") {
+		t.Fatalf("the model got %q with %d images", last.Content, len(last.Images))
 	}
 }

@@ -536,18 +536,31 @@ func collect(tg *telegramtest.Server, dc *discordtest.Server) []answer {
 			continue
 		}
 		switch strings.ToLower(c.Method) {
-		case "sendmessage", "sendvoice", "sendaudio", "senddocument":
-			text := c.Fields["text"]
-			if text == "" {
-				text = c.Fields["caption"]
+		case "sendmessage":
+			// What the chat shows now: a streamed reply's draft message
+			// ends edited into the answer, or deleted.
+			text, ok := tg.Message(c.ChatID, c.MessageID)
+			if !ok {
+				continue
 			}
 			out = append(out, answer{telegram, strconv.FormatInt(c.ChatID, 10), text, c.Time})
+		case "sendvoice", "sendaudio", "senddocument":
+			out = append(out, answer{telegram, strconv.FormatInt(c.ChatID, 10), c.Fields["caption"], c.Time})
 		}
 	}
 	for _, p := range dc.Attempts() {
 		// A repeat answered through enforce_nonce created no message.
 		if p.Method == "POST" && p.MessageID != "" && !p.Duplicate && p.Status == 200 {
-			out = append(out, answer{discord, p.ChannelID, p.Content, p.At})
+			text := p.Content
+			if len(p.Files) == 0 {
+				// A streamed reply's draft ends edited into the answer.
+				if cur, ok := dc.Content(p.MessageID); ok {
+					text = cur
+				} else {
+					continue // deleted
+				}
+			}
+			out = append(out, answer{discord, p.ChannelID, text, p.At})
 		}
 	}
 	return out

@@ -12,10 +12,14 @@ import (
 
 // TestHistoryPage_PagesWhatAPersonReads: pages walk back from the newest
 // without overlap or gap, skip tool traffic, stay inside the session and
-// its current conversation.
+// its current conversation, on both backends.
 func TestHistoryPage_PagesWhatAPersonReads(t *testing.T) {
+	forEachBackend(t, testHistoryPage)
+}
+
+func testHistoryPage(t *testing.T, newDB func(testing.TB) string) {
 	ctx := context.Background()
-	s := mustOpen(t, dbPath(t))
+	s := mustOpen(t, newDB(t))
 	const key, other = "web:dm:alice", "web:dm:bob"
 	var msgs []store.Message
 	for i := 1; i <= 5; i++ {

@@ -36,7 +36,7 @@ func (s *Store) Accept(ctx context.Context, key string, m *messages.UserMessage)
 	if err != nil {
 		return 0, fmt.Errorf("accept message for %s: encode: %w", key, err)
 	}
-	msg := Message{SessionKey: key, Role: User, Content: m.GetText(), PlatformMessageID: m.GetMessageId(), Name: m.GetSenderId()}
+	msg := Message{SessionKey: key, Role: User, Content: messages.HistoryText(m), PlatformMessageID: m.GetMessageId(), Name: m.GetSenderId()}
 	insert, err := s.appendOp([]Message{msg})
 	if err != nil {
 		return 0, fmt.Errorf("accept message for %s: %w", key, err)

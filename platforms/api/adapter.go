@@ -141,6 +141,9 @@ type waiter struct {
 	session string
 	ch      chan event
 	closed  bool
+	// overflow says the channel was closed because the reader fell too far
+	// behind, not because the answer was complete.
+	overflow bool
 }
 
 // event is one delivery or one draft.
@@ -162,7 +165,8 @@ func (w *waiter) push(d *messages.Delivery) {
 	select {
 	case w.ch <- event{delivery: d}:
 	default:
-		w.closed = true
+		// Set before the close, so a reader that saw the close sees it.
+		w.overflow, w.closed = true, true
 		close(w.ch)
 		return
 	}

@@ -212,3 +212,21 @@ func TestCompletions_AnyUserNameIsOneConversation(t *testing.T) {
 		t.Fatalf("sessions %q", keys)
 	}
 }
+
+// TestCompletions_OverflowIsNotAnAnswer: a request whose reader fell more
+// than its buffer behind is told so, never handed a cut answer as whole.
+func TestCompletions_OverflowIsNotAnAnswer(t *testing.T) {
+	_, srv := running(t, func(a *api.Adapter, m *messages.UserMessage) error {
+		s, _ := messages.ParseKey(m.GetSessionKey())
+		// Sent before the request starts reading: more than it holds.
+		for i := 0; i < 100; i++ {
+			_, _ = a.Send(context.Background(), s, &messages.Delivery{Text: "part", Answers: []string{m.GetMessageId()}, Last: i == 99})
+		}
+		return nil
+	}, 5*time.Second)
+	res := post(t, srv, `{"user":"alice","messages":[{"role":"user","content":"hi"}]}`)
+	var e struct{ Error struct{ Code string } }
+	if err := json.NewDecoder(res.Body).Decode(&e); err != nil || res.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "overflow" {
+		t.Fatalf("%d %+v %v", res.StatusCode, e, err)
+	}
+}

@@ -165,6 +165,10 @@ func (a *Adapter) handleCompletions(w http.ResponseWriter, r *http.Request, time
 		select {
 		case ev, open := <-wt.ch:
 			if !open {
+				if wt.overflow {
+					writeError(w, http.StatusServiceUnavailable, "server_error", "overflow", "the answer outran this request; it is in the session's history")
+					return
+				}
 				writeJSON(w, http.StatusOK, ans.completion())
 				return
 			}
@@ -339,6 +343,12 @@ func (a *Adapter) stream(w http.ResponseWriter, r *http.Request, wt *waiter, ans
 		select {
 		case ev, open := <-wt.ch:
 			if !open {
+				if wt.overflow {
+					var b errorBody
+					b.Error.Message, b.Error.Type, b.Error.Code = "the answer outran this stream; it is in the session's history", "server_error", "overflow"
+					send(b)
+					return
+				}
 				if !send(ans.chunk(delta{}, "stop")) {
 					return
 				}

@@ -10,6 +10,8 @@ const form = document.getElementById("f");
 const input = document.getElementById("t");
 const send = document.getElementById("send");
 const mic = document.getElementById("mic");
+const attach = document.getElementById("attach");
+const picker = document.getElementById("file");
 
 function newChatID() {
   const b = new Uint8Array(12);
@@ -84,7 +86,7 @@ function add(cls, text) {
 }
 
 // Why a reply came without being asked for.
-const origins = {cron: "⏰ reminder", background: "background result", review: "memory and skills review"};
+const origins = {cron: "reminder", background: "background result", review: "memory and skills review"};
 
 function show(r, unprompted) {
   const d = bubble("bot" + (unprompted ? " unprompted" : ""));
@@ -172,15 +174,42 @@ async function post(url, body, contentType) {
   }
 }
 
+// Attachments: photos and documents go with the next message, as base64
+// in the same JSON body (POST /api/chat's files); hermesd checks, stores
+// and reads them.
+attach.addEventListener("click", () => picker.click());
+picker.addEventListener("change", () => {
+  const n = picker.files.length;
+  attach.textContent = n ? "📎" + n : "📎";
+  attach.title = n ? Array.from(picker.files, (f) => f.name).join(", ") : "Attach photos or documents";
+});
+
+function base64Of(file) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(String(r.result).split(",", 2)[1] || "");
+    r.onerror = () => reject(r.error);
+    r.readAsDataURL(file);
+  });
+}
+
 form.addEventListener("submit", async (e) => {
   e.preventDefault();
   const text = input.value.trim();
-  if (!text) return;
+  const chosen = Array.from(picker.files);
+  if (!text && chosen.length === 0) return;
   input.value = "";
-  add("me", text);
+  picker.value = "";
+  attach.textContent = "📎";
+  attach.title = "Attach photos or documents";
+  const names = chosen.map((f) => "📎 " + f.name).join("\n");
+  add("me", [text, names].filter(Boolean).join("\n"));
   send.disabled = true;
   try {
-    await post("/api/chat", JSON.stringify({chat, text}), "application/json");
+    const files = await Promise.all(chosen.map(async (f) => ({name: f.name, mime_type: f.type, data: await base64Of(f)})));
+    await post("/api/chat", JSON.stringify(files.length ? {chat, text, files} : {chat, text}), "application/json");
+  } catch (err) {
+    add("bot error", "⚠️ could not read the file: " + err);
   } finally {
     send.disabled = false;
     input.focus();

@@ -1,0 +1,37 @@
+package messages
+
+import (
+	"fmt"
+	"strings"
+)
+
+// HistoryText is what a conversation keeps of m for the turns after the one
+// that answers it: its text, then each document's extracted text and a line
+// for each photo or other file. Without it a follow-up question about a PDF
+// would reach a model that no longer has the PDF. Voice and audio add
+// nothing: their transcript is the text already. Images themselves are not
+// kept for later turns, only the line that says one was sent.
+func HistoryText(m *UserMessage) string {
+	var b strings.Builder
+	b.WriteString(m.GetText())
+	for _, a := range m.GetAttachments() {
+		kind := a.GetKind()
+		if kind == "voice" || kind == "audio" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		switch {
+		case kind == "document" && a.GetText() != "" && a.GetProblem() == "":
+			// Delimited, as the turn delimits it, so a document's text is
+			// not taken for the user's own words.
+			fmt.Fprintf(&b, "[document: %s]\n%s\n[end of document: %s]", a.GetName(), a.GetText(), a.GetName())
+		case kind == "photo":
+			fmt.Fprintf(&b, "[the user sent a photo %q]", a.GetName())
+		default:
+			fmt.Fprintf(&b, "[the user sent a file %q, %s]", a.GetName(), a.GetMimeType())
+		}
+	}
+	return b.String()
+}
