@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -188,9 +189,9 @@ func (a *session) saveSettings(c actor.Context) {
 		return
 	}
 	a.saving = true
-	s, v, b, p, timeout := a.s, a.voice, a.busy, a.rt.persist, a.rt.cfg.StoreTimeout
+	s, v, b, p, timeout, f := a.s, a.voice, a.busy, a.rt.persist, a.rt.cfg.StoreTimeout, a.fence
 	goSend(c, func() any {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(WithFence(context.Background(), f), timeout)
 		defer cancel()
 		return &settingsSaved{p.SaveSettings(ctx, s, v, b)}
 	})
@@ -198,6 +199,12 @@ func (a *session) saveSettings(c actor.Context) {
 
 func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
 	a.saving = false
+	if errors.Is(m.err, ErrFenced) {
+		a.logger().Warn("session fenced off: another member owns it now; stopping", "err", m.err)
+		a.rt.leaseLost(a.s, "fenced")
+		a.stopFenced(c)
+		return
+	}
 	if m.err != nil {
 		a.logger().Error("save session settings", "err", m.err)
 	}

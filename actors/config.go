@@ -59,6 +59,15 @@ type Config struct {
 	// RouterShards is how many router actors share the session keys; 0
 	// means one per CPU.
 	RouterShards int
+	// LeaseTTL is how long a session's lease lasts unrenewed (cluster mode
+	// with leases); it is renewed every third of it. MemberID names this
+	// member in lease owners.
+	LeaseTTL time.Duration
+	MemberID string
+	// OwedSweep, in cluster mode, is how often every session that owes work
+	// is asked to look again (0: never): messages stored by a member that
+	// could not reach their session are answered by its owner.
+	OwedSweep time.Duration
 	// ContextTokens is a model's context window when Deps.ContextTokens
 	// does not know it; AnswerReserve is kept free of it for the answer.
 	// A conversation whose history no longer fits the rest is compressed

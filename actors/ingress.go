@@ -40,8 +40,7 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 			rt.log.Error("start a new conversation", "session", s.Key(), "err", err)
 			return fmt.Errorf("start a new conversation: %w", err)
 		}
-		rt.sys.Root.Send(rt.routerOf(s.Key()), &conversationReset{m: m, conv: conv})
-		return nil
+		return rt.route(ctx, s.Key(), &conversationReset{m: m, conv: conv})
 	case isCmd:
 		// Commands steer the session; they are not part of the conversation.
 	default:
@@ -50,17 +49,18 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 			// Accepted once already: its session answers it (activating
 			// loads it as pending); routing it again could answer it twice.
 			rt.log.Info("platform sent a message again; not starting a second turn", "session", s.Key(), "message", m.GetMessageId())
-			rt.sys.Root.Send(rt.routerOf(s.Key()), &resumeSession{key: s.Key()})
-			return nil
+			return rt.route(ctx, s.Key(), &resumeSession{key: s.Key()})
 		}
 		if err != nil {
 			rt.log.Error("persist inbound message", "session", s.Key(), "err", err)
 			return fmt.Errorf("persist message: %w", err)
 		}
 		m.InboxSeq = seq
+		if rt.placement != nil {
+			return rt.routeAccepted(ctx, m)
+		}
 	}
-	rt.sys.Root.Send(rt.routerOf(m.GetSessionKey()), m)
-	return nil
+	return rt.route(ctx, m.GetSessionKey(), m)
 }
 
 // Fire routes a due scheduled job to its session, activating it from the
@@ -69,6 +69,7 @@ func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
 	if _, err := messages.ParseKey(f.GetSessionKey()); err != nil {
 		return fmt.Errorf("fire job %s: %w", f.GetJobId(), err)
 	}
-	rt.sys.Root.Send(rt.routerOf(f.GetSessionKey()), f)
-	return nil
+	ctx, cancel := context.WithTimeout(rt.ctx, routeTimeout)
+	defer cancel()
+	return rt.route(ctx, f.GetSessionKey(), f)
 }

@@ -14,6 +14,9 @@ type SessionInfo struct {
 	Platform    string    `json:"platform"`
 	LastActive  time.Time `json:"last_active"`
 	Passivating bool      `json:"passivating,omitempty"`
+	// LeaseEpoch is the epoch of the lease the session holds (cluster mode
+	// with leases; 0 otherwise).
+	LeaseEpoch uint64 `json:"lease_epoch,omitempty"`
 }
 
 // listSessions asks a router shard for its live sessions whose key
@@ -50,6 +53,9 @@ func (rt *Runtime) Sessions(ctx context.Context, search string, offset, limit in
 	}
 	// Each shard lists its matching keys; the page is cut from the merge.
 	var all []SessionInfo
+	if rt.placement != nil {
+		all = rt.grains.list(search) // the sessions this member holds
+	}
 	for _, r := range rt.routers {
 		res, err := rt.sys.Root.RequestFuture(r, &listSessions{Search: search}, timeout).Result()
 		if err != nil {

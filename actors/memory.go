@@ -21,6 +21,7 @@ type Memory struct {
 	mu       sync.Mutex
 	seq      uint64 // inbox seq over all sessions
 	sessions map[messages.Session]*memSession
+	leases   map[string]*memLease // memory_lease.go
 }
 
 type memSession struct {
@@ -121,6 +122,13 @@ func (m *Memory) Accept(_ context.Context, s messages.Session, um *messages.User
 // Settle implements Persistence; done runs before Settle returns.
 func (m *Memory) Settle(s messages.Session, st Settlement, done func(error)) {
 	m.mu.Lock()
+	if err := m.checkFence(s.Key(), st.Fence); err != nil {
+		m.mu.Unlock()
+		if done != nil {
+			done(err)
+		}
+		return
+	}
 	ms := m.get(s)
 	for _, seq := range st.Inputs {
 		for _, in := range ms.inbox {
@@ -157,9 +165,12 @@ func (m *Memory) NewConversation(_ context.Context, s messages.Session) (int64, 
 }
 
 // SaveSettings implements Persistence.
-func (m *Memory) SaveSettings(_ context.Context, s messages.Session, voice messages.VoiceMode, busy messages.BusyPolicy) error {
+func (m *Memory) SaveSettings(ctx context.Context, s messages.Session, voice messages.VoiceMode, busy messages.BusyPolicy) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.checkFence(s.Key(), FenceOf(ctx)); err != nil {
+		return err
+	}
 	ms := m.get(s)
 	ms.voice, ms.busy = voice, busy
 	return nil

@@ -23,6 +23,14 @@ type Observer interface {
 	Delivery(p messages.Platform, kind, outcome string, d time.Duration)
 }
 
+// LeaseObserver is what an Observer may also implement to see sessions'
+// leases in cluster mode (lease.go): a claim with its epoch, and a lease
+// lost (why: "claim", "renew", "expired", "fenced").
+type LeaseObserver interface {
+	LeaseClaimed(s messages.Session, epoch uint64)
+	LeaseLost(s messages.Session, why string)
+}
+
 // nopObserver ignores everything; the runtime uses it when no metrics are
 // wired.
 type nopObserver struct{}
@@ -41,6 +49,18 @@ func (nopObserver) Delivery(messages.Platform, string, string, time.Duration) {}
 type counting struct {
 	Observer
 	running *atomic.Int64
+}
+
+func (c counting) LeaseClaimed(s messages.Session, epoch uint64) {
+	if lo, ok := c.Observer.(LeaseObserver); ok {
+		lo.LeaseClaimed(s, epoch)
+	}
+}
+
+func (c counting) LeaseLost(s messages.Session, why string) {
+	if lo, ok := c.Observer.(LeaseObserver); ok {
+		lo.LeaseLost(s, why)
+	}
 }
 
 func (c counting) TurnStarted(s messages.Session) {

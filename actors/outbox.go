@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,6 +35,10 @@ type outItem struct {
 	// if the store still says so when its turn comes (the first send may be
 	// the one just ahead of it in this queue, from before a restart).
 	resend bool
+	// until, in cluster mode, is the sending activation's lease deadline
+	// (unix nanoseconds, moved on by each renewal): past it, the reply is
+	// not sent from here (lease.go).
+	until *atomic.Int64
 	// draft, if set, is a streamed draft to show instead of a delivery (d
 	// is nil); a newer draft of the same reply replaces it while it waits.
 	draft *messages.Draft
@@ -66,6 +71,13 @@ func (o *outbox) Receive(c actor.Context) {
 			return
 		}
 		o.enqueue(s, outItem{d: m.d, replyTo: c.Sender(), resend: true})
+	case *leasedDelivery:
+		s, err := o.rt.guard.Require(c)
+		if err != nil {
+			c.Respond(&messages.DeliveryReceipt{Seq: m.d.GetSeq(), Error: err.Error()})
+			return
+		}
+		o.enqueue(s, outItem{d: m.d, replyTo: c.Sender(), resend: m.resend, until: m.until})
 	case *messages.Draft:
 		s, err := o.rt.guard.Require(c)
 		if err != nil {
@@ -122,6 +134,17 @@ func (o *outbox) drain(s messages.Session) {
 func (o *outbox) send(s messages.Session, it outItem) {
 	if it.draft != nil {
 		o.sendDraft(s, it.draft)
+		return
+	}
+	if it.until != nil && time.Now().UnixNano() > it.until.Load() {
+		// The activation that recorded this reply no longer holds the
+		// session (this member was frozen, or cut off from the store): the
+		// owner now sends what has no receipt; sending it here too would
+		// be a stale duplicate.
+		o.rt.log.Warn("reply not sent: its session's lease lapsed on this member", "session", s.Key(), "seq", it.d.GetSeq())
+		if it.replyTo != nil {
+			o.rt.sys.Root.Send(it.replyTo, &messages.DeliveryReceipt{Seq: it.d.GetSeq(), Error: "lease lapsed"})
+		}
 		return
 	}
 	if it.resend && o.confirmed(s, it.d.GetSeq()) {

@@ -63,6 +63,10 @@ type Settlement struct {
 	Outcome      Outcome
 	History      []model.Message
 	Replies      []*messages.Delivery
+	// Fence, when not zero, makes the write conditional on the session's
+	// lease (cluster mode): a stale fence fails it with ErrFenced and
+	// nothing of it is written.
+	Fence Fence
 }
 
 // ErrDuplicate is returned by Persistence.Accept for a message the session

@@ -56,6 +56,11 @@ type Deps struct {
 	// creates (metrics and inspection middleware). kind is one of the Kind
 	// constants. It must return a Clone, never Configure p.
 	Instrument func(kind Kind, p *actor.Props) *actor.Props
+	// Placement, if set, holds the sessions instead of the local routers
+	// (cluster mode, package cluster); nil is single-node.
+	Placement Placement
+	// Leases, with Placement, fences each session (lease.go).
+	Leases Leases
 	// Models, if set, is the model catalog: /model lists and switches
 	// among it, /usage prices by it (actors/models.go).
 	Models Catalog
@@ -131,6 +136,17 @@ type Runtime struct {
 	runningTurns   atomic.Int64
 	// sessionsLive counts session actors over all router shards.
 	sessionsLive atomic.Int64
+	// placement and grains: cluster mode (placement.go).
+	placement Placement
+	grains    grains
+	leases    Leases
+	// releasing counts lease releases in flight: shutdown waits for them,
+	// so the next member need not wait for the leases to expire.
+	releasing sync.WaitGroup
+	// draining ends when shutdown begins: routing in cluster mode stops
+	// waiting then (what it carried is stored; placement.go).
+	draining    context.Context
+	stopRouting context.CancelFunc
 	// tokens calibrates token estimates per model; contextTokens is
 	// Deps.ContextTokens.
 	tokens        tokenMeter
@@ -164,6 +180,10 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 		instrument: d.Instrument, promptContext: d.PromptContext, faultHook: d.Fault,
 		delegates: make(chan struct{}, max(cfg.MaxDelegatesTotal, 1)),
 		media:     d.Media,
+		placement: d.Placement, leases: d.Leases,
+	}
+	if rt.leased() && rt.cfg.LeaseTTL <= 0 {
+		return nil, errors.New("actors: leases need a positive LeaseTTL")
 	}
 	rt.catalog, rt.usage = d.Models, d.Usage
 	rt.contextTokens = d.ContextTokens
@@ -173,6 +193,7 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 	rt.obs = counting{d.Observer, &rt.runningTurns}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	rt.deliverCtx, rt.cancelDeliver = context.WithCancel(context.Background())
+	rt.draining, rt.stopRouting = context.WithCancel(context.Background())
 
 	opts := append([]actor.ConfigOption{actor.WithLoggerFactory(protoLogger(d.Log))}, d.ActorOptions...)
 	rt.sys = actor.NewActorSystem(opts...)
@@ -219,6 +240,14 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 			return nil, fmt.Errorf("spawn router: %w", err)
 		}
 	}
+	if rt.placement != nil {
+		// A cluster grain is named by the cluster, not by its key: the
+		// placement binds it from its cluster identity.
+		grain := rt.instrument(KindSession, rt.placement.Bind(actor.PropsFromProducer(func() actor.Actor { return newSession(rt) })))
+		if err := rt.placement.Start(rt.sys, grain); err != nil {
+			return nil, fmt.Errorf("start cluster: %w", err)
+		}
+	}
 	rt.accepting.Store(true)
 	if d.Jobs != nil {
 		sp := rt.instrument(KindScheduler, actor.PropsFromProducer(func() actor.Actor { return &schedulerActor{rt: rt, jobs: d.Jobs} }))
@@ -229,6 +258,13 @@ func Start(cfg Config, d Deps) (*Runtime, error) {
 
 	rt.recovering.Add(1)
 	go rt.recoverOwed()
+	if rt.placement != nil && cfg.OwedSweep > 0 {
+		rt.recovering.Add(1)
+		go func() {
+			defer rt.recovering.Done()
+			rt.sweepOwed(cfg.OwedSweep)
+		}()
+	}
 
 	actx, cancel := context.WithCancel(context.Background())
 	rt.cancelAdapters = cancel
@@ -279,6 +315,10 @@ func (rt *Runtime) recoverOwed() {
 		return
 	}
 	rt.log.Info("recovering sessions that owe work", "sessions", len(keys))
+	if rt.placement != nil {
+		rt.recoverOwedPlaced(keys)
+		return
+	}
 	n := rt.cfg.RecoveryConcurrency
 	if n <= 0 {
 		n = 32
@@ -322,6 +362,7 @@ func (rt *Runtime) Shutdown(ctx context.Context, grace time.Duration) error {
 
 func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	rt.accepting.Store(false)
+	rt.stopRouting()
 	rt.cancelAdapters()
 	rt.adaptersWG.Wait()
 
@@ -339,6 +380,14 @@ func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 			rt.log.Warn("stop sessions", "err", err)
 		}
 	}
+	if rt.placement != nil {
+		// Leave, then passivate what this member holds: the next message
+		// for each of these sessions activates it on a remaining member.
+		// Leaving shuts the actor system down as well.
+		rt.placement.Stop()
+		rt.passivateGrains()
+		rt.releasing.Wait()
+	}
 	// Deliveries in flight finish, until ctx ends; then they are cancelled
 	// (they stay unconfirmed in the store and are sent after the restart).
 	for rt.sending.Load() > 0 && ctx.Err() == nil {
@@ -352,7 +401,9 @@ func (rt *Runtime) shutdown(ctx context.Context, grace time.Duration) error {
 	if rt.tts != nil {
 		_ = rt.sys.Root.StopFuture(rt.tts).Wait()
 	}
-	rt.sys.Shutdown()
+	if rt.placement == nil {
+		rt.sys.Shutdown()
+	}
 	return nil
 }
 

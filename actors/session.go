@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -84,6 +85,30 @@ type session struct {
 	recovered func()
 	// approvals are tool calls waiting for the chat (approval.go).
 	approvals approvals
+
+	// Cluster mode (placement.go): acks are the requesters of routed
+	// messages that arrived while loading, answered once loaded;
+	// lastActive and idleTimer drive the session's own passivation.
+	acks       []*actor.PID
+	lastActive time.Time
+	idleTimer  *time.Timer
+	// fence is the lease this activation holds (lease.go), valid until
+	// leaseUntil unless renewed; fenced once it lost it.
+	fence      Fence
+	leaseUntil time.Time
+	// leaseClock is leaseUntil for the outbox (unix nanoseconds).
+	leaseClock *atomic.Int64
+	stopRenew  func()
+	fenced     bool
+	// misplaced counts renewals in a row that found this member not the
+	// key's place.
+	misplaced int
+	// live are the stored messages handled since the last load or rescan;
+	// rescanning is set while one runs (cluster mode, placement.go).
+	live       map[uint64]bool
+	rescanning bool
+	// activatedAt is when this activation started (cluster mode).
+	activatedAt time.Time
 	// model is the catalog model the chat chose with /model, "" for the
 	// default (actors/models.go).
 	model string
@@ -141,6 +166,17 @@ func newSession(rt *Runtime) actor.Actor {
 // Receive dispatches to the current behavior.
 func (a *session) Receive(c actor.Context) {
 	a.rt.fault(KindSession, c)
+	switch c.Message().(type) {
+	case *actor.Stopping, *actor.Restarting:
+		a.grainStopped(c)
+		a.releaseLease()
+	case *renewLease:
+		a.handleRenew(c)
+		return
+	case *leaseRenewed:
+		a.handleRenewed(c, c.Message().(*leaseRenewed))
+		return
+	}
 	a.behavior.Receive(c)
 }
 
@@ -154,12 +190,15 @@ func (a *session) loading(c actor.Context) {
 		if m.id == a.loadID {
 			a.handleLoaded(c, m)
 		}
+	case *leaseClaimed:
+		a.handleClaimed(c, m)
 	case *actor.Stopping, *actor.Restarting:
 		a.stopping()
 	case *passivate:
 		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask})
 	case *actor.Stopped, *actor.ReceiveTimeout, *actor.Terminated:
 	default:
+		a.holdAck(c, m)
 		a.stash = append(a.stash, m)
 	}
 }
@@ -182,9 +221,11 @@ func (a *session) loaded(c actor.Context) {
 		c.Respond(&passivateReply{key: a.s.Key(), ask: m.ask, ok: ok})
 	case *actor.Terminated:
 		a.handleTerminated(c, m)
-	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded:
+	case *actor.Started, *actor.Stopped, *actor.ReceiveTimeout, *stateLoaded, *leaseClaimed:
 	default:
-		a.handle(c, m)
+		if a.ack(c, m) {
+			a.handle(c, m)
+		}
 	}
 }
 
@@ -230,6 +271,8 @@ func (a *session) handle(c actor.Context, msg any) {
 		a.handleApprovalExpired(c, m)
 	case *messages.DeliveryReceipt:
 		a.handleReceipt(m)
+	case *messages.SessionResume, *messages.SessionReset, *idleCheck, *rescanned:
+		a.handleGrain(c, m)
 	case *commandReply:
 		a.reply(c, m.m, m.text)
 	case *compressResult:
@@ -255,6 +298,13 @@ func (a *session) started(c actor.Context) {
 	a.s = s
 	a.voice, a.busy, a.conv = messages.VoiceOn, a.rt.cfg.DefaultBusy, 1
 	a.rt.obs.SessionStarted(s)
+	if !a.grainStarted(c) {
+		return
+	}
+	if a.rt.leased() {
+		a.claim(c) // loads once the lease is ours
+		return
+	}
 	a.load(c)
 }
 
@@ -328,6 +378,7 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 	}
 	stash := a.stash
 	a.stash = nil
+	a.grainLoaded(c, m)
 	for _, msg := range stash {
 		a.handle(c, msg)
 	}
@@ -377,6 +428,7 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 		a.handleCommand(c, m, cmd, arg)
 		return
 	}
+	a.noteLive(m)
 	if !a.answerable(c, m) {
 		return
 	}
@@ -720,6 +772,7 @@ func (a *session) settle(c actor.Context, st Settlement) {
 	if st.Conversation == 0 {
 		st.Conversation = a.conv
 	}
+	st.Fence = a.fence
 	a.settling++
 	self, root := c.Self(), c.ActorSystem().Root
 	a.rt.persist.Settle(a.s, st, func(err error) {
@@ -729,6 +782,14 @@ func (a *session) settle(c actor.Context, st Settlement) {
 
 func (a *session) handleSettled(c actor.Context, m *settled) {
 	a.settling = max(0, a.settling-1) // a report from before a restart counts nothing
+	if errors.Is(m.err, ErrFenced) {
+		// Another member owns the session now: it sends what this one
+		// recorded before; this one sends nothing more.
+		a.logger().Warn("session fenced off: another member owns it now; stopping", "err", m.err)
+		a.rt.leaseLost(a.s, "fenced")
+		a.stopFenced(c)
+		return
+	}
 	if m.err != nil {
 		// The replies still go: losing the user's answer because the disk
 		// is full would be worse; the inputs stay pending in the store.
@@ -740,6 +801,10 @@ func (a *session) handleSettled(c actor.Context, m *settled) {
 // send hands d to the platform outbox. The outbox learns the destination
 // from the envelope, stamped from this actor's binding.
 func (a *session) send(c actor.Context, d *messages.Delivery) {
+	if a.leaseClock != nil {
+		c.Request(a.rt.outbox(a.s.Platform()), &leasedDelivery{d: d, resend: d.GetSeq() != 0 && d.GetSeq() <= a.resendUpTo, until: a.leaseClock})
+		return
+	}
 	if seq := d.GetSeq(); seq != 0 && seq <= a.resendUpTo {
 		c.Request(a.rt.outbox(a.s.Platform()), &resend{d})
 		return

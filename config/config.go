@@ -104,6 +104,9 @@ type Config struct {
 	// DatabaseURL is a PostgreSQL URL (postgres://…) to keep state in
 	// instead of HERMES_HOME/hermesd.db; see Database.
 	DatabaseURL string
+
+	// Cluster are the settings of cluster mode (config/cluster.go).
+	Cluster Cluster
 	// Models is the model catalog (config/models.go): config.yaml's
 	// `models:` list, else one entry from OPENAI_BASE_URL, OPENAI_API_KEY
 	// and HERMES_MODEL, else empty (the offline assistant). DefaultModel is
@@ -169,7 +172,7 @@ var keys = append([]struct {
 	{"HERMES_DATABASE_URL", "", true},
 	{"HERMES_CONTEXT_TOKENS", "32768", false},
 	{"HERMES_TOOL_RESULT_LIMIT", "16384", false},
-}, append(toolKeys, mediaKeys...)...)
+}, append(append(toolKeys, mediaKeys...), clusterKeys...)...)
 
 // Load reads the configuration: defaults, then HERMES_HOME/config.yaml, then
 // HERMES_HOME/.env, then the environment through lookup (os.LookupEnv in the
@@ -474,6 +477,8 @@ func parse(v map[string]string) (Config, error) {
 		bad("HERMES_API_TOKEN", "required when HERMES_HTTP_ADDR (%s) is not a loopback address", c.HTTPAddr)
 	}
 	c.Tools = parseTools(v, bad)
+	c.Cluster = parseCluster(v, bad)
+	checkCluster(c, bad)
 	c.Media = parseMedia(v, bad)
 	if c.ModelBaseURL != "" && c.Model == "" {
 		c.Model = "gpt-4o-mini"

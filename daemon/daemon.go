@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hermesd/hermesd/actors"
+	"github.com/hermesd/hermesd/cluster"
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/media"
@@ -74,6 +75,11 @@ type Daemon struct {
 	opts    Options
 	// reload holds what a reload swaps (allowlists, TTS provider).
 	reload reloadState
+	// placement is this member of the cluster; nil on a single node.
+	placement *cluster.Placement
+	// fatal carries what makes a cluster member stop on its own (a pause
+	// longer than its leases); Serve then shuts down and returns it.
+	fatal chan error
 	// router is the model catalog, nil for the offline assistant or a
 	// test's model (daemon/models.go).
 	router *model.Router
@@ -164,6 +170,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	if err := d.speech(&deps); err != nil {
 		return fail(err)
 	}
+	if err := d.joinCluster(&deps, &rcfg); err != nil {
+		return fail(err)
+	}
 	d.observe(&deps)
 	rt, err := actors.Start(rcfg, deps)
 	if err != nil {
@@ -201,6 +210,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, o Options) (*
 	d.web.Routes(d.mux, replyTimeout)
 	d.api.Routes(d.mux, replyTimeout)
 	d.routes()
+	if d.placement != nil {
+		d.mux.HandleFunc("GET /api/cluster", d.handleCluster)
+		if m := d.Metrics(); m != nil {
+			m.ClusterMembers(len(d.placement.Members()))
+			d.closers = append(d.closers, d.placement.WatchMembers(m.ClusterMembers))
+		}
+		d.closers = append(d.closers, d.watchPauses())
+	}
 	return d, nil
 }
 
@@ -231,6 +248,12 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("http listener: %w", err)
 		}
 	case <-ctx.Done():
+	case err := <-d.fatal:
+		// Cluster mode: this member cannot stay (daemon/cluster.go).
+		d.log.Error("leaving: "+err.Error(), "err", err)
+		sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace+10*time.Second)
+		defer cancel()
+		return errors.Join(err, d.Close(sctx))
 	}
 	d.log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownGrace+10*time.Second)

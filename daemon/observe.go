@@ -106,6 +106,9 @@ func (d *Daemon) inspectionRoutes() {
 		Platforms: o.platforms, RunningTurns: d.rt.RunningTurns, Refusals: d.guard.Refusals,
 		MCP: d.mcpInspect,
 	}
+	if d.placement != nil {
+		api.Cluster = d.clusterInspect
+	}
 	d.mux.HandleFunc("GET /api/actors", api.HandleActors)
 	d.mux.HandleFunc("GET /api/status", api.HandleStatus)
 	d.mux.HandleFunc("GET /status", api.HandlePage)

@@ -171,7 +171,8 @@ func (p persistence) Settle(s messages.Session, st actors.Settlement, done func(
 		hist = append(hist, sm)
 	}
 	p.st.Settle(store.Settlement{Key: s.Key(), Conversation: st.Conversation, Inputs: st.Inputs,
-		Outcome: store.Outcome(st.Outcome), History: hist, Replies: st.Replies}, done)
+		Outcome: store.Outcome(st.Outcome), History: hist, Replies: st.Replies, Fence: store.Fence(st.Fence)},
+		func(err error) { done(fencedErr(err)) })
 }
 
 func (p persistence) NewConversation(ctx context.Context, s messages.Session) (int64, error) {
@@ -179,10 +180,11 @@ func (p persistence) NewConversation(ctx context.Context, s messages.Session) (i
 }
 
 func (p persistence) SaveSettings(ctx context.Context, s messages.Session, v messages.VoiceMode, b messages.BusyPolicy) error {
+	ctx = store.WithFence(ctx, store.Fence(actors.FenceOf(ctx)))
 	if err := p.st.SetVoiceMode(ctx, s.Key(), v); err != nil {
-		return err
+		return fencedErr(err)
 	}
-	return p.st.SetBusyPolicy(ctx, s.Key(), b)
+	return fencedErr(p.st.SetBusyPolicy(ctx, s.Key(), b))
 }
 
 func (p persistence) MarkDelivered(ctx context.Context, s messages.Session, r *messages.DeliveryReceipt) error {

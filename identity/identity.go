@@ -138,3 +138,27 @@ type HeaderReader interface {
 func FromEnvelope(c HeaderReader) (messages.Session, bool) {
 	return FromHeader(c.MessageHeader())
 }
+
+// ByKey returns a copy of p for session actors whose name is not their key
+// (cluster grains are named "partition-activator/<key>$N"): on Started, before
+// the actor sees it, keyOf reads the actor's session key (from its cluster
+// identity) and the actor is bound to it. Started is the first point where
+// the cluster identity is readable: the cluster's own OnInit runs after the
+// Props' OnInits. An actor whose key does not parse stays unbound, and the
+// session actor refuses to start without a binding.
+func ByKey(p *actor.Props, keyOf func(actor.ReceiverContext) string) *actor.Props {
+	return p.Clone(
+		actor.WithReceiverMiddleware(func(next actor.ReceiverFunc) actor.ReceiverFunc {
+			return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+				if _, ok := env.Message.(*actor.Started); ok {
+					if s, err := messages.ParseKey(keyOf(c)); err == nil {
+						c.Set(binding{s})
+					}
+				}
+				next(c, env)
+			}
+		}),
+		actor.WithSpawnMiddleware(inherit),
+		actor.WithSenderMiddleware(stamp),
+	)
+}

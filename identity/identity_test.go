@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/ctxext"
 
 	"github.com/hermesd/hermesd/identity"
 	"github.com/hermesd/hermesd/messages"
@@ -261,5 +262,45 @@ func TestFromHeader_NilSafe(t *testing.T) {
 	}
 	if _, ok := identity.FromHeader(actor.EmptyMessageHeader); ok {
 		t.Fatal("empty header gave an identity")
+	}
+}
+
+// keyExt stands in for the cluster identity: a context extension set in
+// OnInit, which ByKey's keyOf reads in Started (as cluster grains do).
+type keyExt struct{ key string }
+
+var keyExtID = ctxext.NextContextExtensionID()
+
+func (keyExt) ExtensionID() ctxext.ContextExtensionID { return keyExtID }
+
+func TestIdentity_ByKeyBindsAGrainFromItsKeyInStarted(t *testing.T) {
+	sys := quietSystem(t)
+	out := make(chan seen, 8)
+	p := sys.Root.Spawn(probe(out))
+	keyOf := func(c actor.ReceiverContext) string {
+		k, _ := c.Get(keyExtID).(keyExt)
+		return k.key
+	}
+	s := messages.MustSession(messages.Telegram, messages.DM, "42", "", "")
+	grain := func(key string) *actor.Props {
+		// The key is set after ByKey's own options, like the cluster's OnInit.
+		return identity.ByKey(chain(2, "G", p, out), keyOf).Clone(actor.WithOnInit(func(c actor.Context) { c.Set(keyExt{key}) }))
+	}
+	// Named like a grain: the name does not parse as a key.
+	if _, err := sys.Root.SpawnNamed(grain(s.Key()), "partition-activator/"+s.Key()+"$1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range collect(t, out, 4) {
+		if !o.ok || (o.bound != s && o.env != s) {
+			t.Fatalf("%s: identity %+v, want %v", o.who, o, s)
+		}
+	}
+	if _, err := sys.Root.SpawnNamed(grain("nonsense"), "partition-activator/nonsense$2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range collect(t, out, 2) {
+		if o.ok {
+			t.Fatalf("%s: bound to %v from an invalid key", o.who, o.bound)
+		}
 	}
 }

@@ -36,6 +36,16 @@ type API struct {
 	Refusals func() uint64
 	// MCP reports each configured MCP server's health; nil means none.
 	MCP func() []MCPStatus
+	// Cluster reports this member in cluster mode; nil on a single node.
+	Cluster func() *ClusterStatus
+}
+
+// ClusterStatus is this member of a cluster as the status API shows it
+// (the sessions it holds, with lease epochs, are at /api/cluster).
+type ClusterStatus struct {
+	Member       string   `json:"member"`
+	Members      []string `json:"members"`
+	SessionsHeld int      `json:"sessions_held"`
 }
 
 // MCPStatus is one MCP server's health as the status API shows it.
@@ -68,6 +78,7 @@ type Status struct {
 	TurnsRunning     int64            `json:"turns_running"`
 	Platforms        []PlatformStatus `json:"platforms"`
 	MCP              []MCPStatus      `json:"mcp"`
+	Cluster          *ClusterStatus   `json:"cluster,omitempty"`
 	IdentityRefusals uint64           `json:"identity_refusals"`
 	RecentErrors     []LogEntry       `json:"recent_errors"`
 	Goroutines       int              `json:"goroutines"`
@@ -142,6 +153,9 @@ func (a *API) Status() Status {
 	}
 	if a.MCP != nil {
 		st.MCP = append(st.MCP, a.MCP()...)
+	}
+	if a.Cluster != nil {
+		st.Cluster = a.Cluster()
 	}
 	if a.Recent != nil {
 		st.RecentErrors = a.Recent.Entries(50)

@@ -745,6 +745,155 @@ func (x *Draft) GetCancelled() bool {
 	return false
 }
 
+// SessionResume asks the session of session_key to activate and answer what
+// it owes (pending inputs, unconfirmed replies). In cluster mode it is routed
+// by key to whichever member holds the session. Sender: ingress, recovery.
+type SessionResume struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionKey    string                 `protobuf:"bytes,1,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionResume) Reset() {
+	*x = SessionResume{}
+	mi := &file_messages_hermes_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionResume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionResume) ProtoMessage() {}
+
+func (x *SessionResume) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_hermes_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionResume.ProtoReflect.Descriptor instead.
+func (*SessionResume) Descriptor() ([]byte, []int) {
+	return file_messages_hermes_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SessionResume) GetSessionKey() string {
+	if x != nil {
+		return x.SessionKey
+	}
+	return ""
+}
+
+// SessionReset carries a /new or /reset to its session once the store has
+// started the new conversation: the session learns the conversation's number
+// and answers the command. Sender: ingress (cluster mode).
+type SessionReset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Message       *UserMessage           `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Conversation  int64                  `protobuf:"varint,2,opt,name=conversation,proto3" json:"conversation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionReset) Reset() {
+	*x = SessionReset{}
+	mi := &file_messages_hermes_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionReset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionReset) ProtoMessage() {}
+
+func (x *SessionReset) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_hermes_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionReset.ProtoReflect.Descriptor instead.
+func (*SessionReset) Descriptor() ([]byte, []int) {
+	return file_messages_hermes_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SessionReset) GetMessage() *UserMessage {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *SessionReset) GetConversation() int64 {
+	if x != nil {
+		return x.Conversation
+	}
+	return 0
+}
+
+// Routed is the session's answer to a message routed to it by key in cluster
+// mode: the session holds the message (it is loaded and owns the session), so
+// the member that accepted it may acknowledge the platform.
+type Routed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionKey    string                 `protobuf:"bytes,1,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Routed) Reset() {
+	*x = Routed{}
+	mi := &file_messages_hermes_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Routed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Routed) ProtoMessage() {}
+
+func (x *Routed) ProtoReflect() protoreflect.Message {
+	mi := &file_messages_hermes_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Routed.ProtoReflect.Descriptor instead.
+func (*Routed) Descriptor() ([]byte, []int) {
+	return file_messages_hermes_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Routed) GetSessionKey() string {
+	if x != nil {
+		return x.SessionKey
+	}
+	return ""
+}
+
 var File_messages_hermes_proto protoreflect.FileDescriptor
 
 const file_messages_hermes_proto_rawDesc = "" +
@@ -813,7 +962,16 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\x04R\aversion\x12\x18\n" +
 	"\aanswers\x18\x05 \x03(\tR\aanswers\x12\x1e\n" +
 	"\vreply_to_id\x18\x06 \x01(\tR\treplyToId\x12\x1c\n" +
-	"\tcancelled\x18\a \x01(\bR\tcancelled*^\n" +
+	"\tcancelled\x18\a \x01(\bR\tcancelled\"0\n" +
+	"\rSessionResume\x12\x1f\n" +
+	"\vsession_key\x18\x01 \x01(\tR\n" +
+	"sessionKey\"k\n" +
+	"\fSessionReset\x127\n" +
+	"\amessage\x18\x01 \x01(\v2\x1d.hermesd.messages.UserMessageR\amessage\x12\"\n" +
+	"\fconversation\x18\x02 \x01(\x03R\fconversation\")\n" +
+	"\x06Routed\x12\x1f\n" +
+	"\vsession_key\x18\x01 \x01(\tR\n" +
+	"sessionKey*^\n" +
 	"\fDeliveryKind\x12\x1d\n" +
 	"\x19DELIVERY_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_KIND_TEXT\x10\x01\x12\x17\n" +
@@ -832,7 +990,7 @@ func file_messages_hermes_proto_rawDescGZIP() []byte {
 }
 
 var file_messages_hermes_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_messages_hermes_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_messages_hermes_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_messages_hermes_proto_goTypes = []any{
 	(DeliveryKind)(0),       // 0: hermesd.messages.DeliveryKind
 	(*UserMessage)(nil),     // 1: hermesd.messages.UserMessage
@@ -841,15 +999,19 @@ var file_messages_hermes_proto_goTypes = []any{
 	(*DeliveryReceipt)(nil), // 4: hermesd.messages.DeliveryReceipt
 	(*ScheduledFire)(nil),   // 5: hermesd.messages.ScheduledFire
 	(*Draft)(nil),           // 6: hermesd.messages.Draft
+	(*SessionResume)(nil),   // 7: hermesd.messages.SessionResume
+	(*SessionReset)(nil),    // 8: hermesd.messages.SessionReset
+	(*Routed)(nil),          // 9: hermesd.messages.Routed
 }
 var file_messages_hermes_proto_depIdxs = []int32{
 	2, // 0: hermesd.messages.UserMessage.attachments:type_name -> hermesd.messages.Attachment
 	0, // 1: hermesd.messages.Delivery.kind:type_name -> hermesd.messages.DeliveryKind
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	1, // 2: hermesd.messages.SessionReset.message:type_name -> hermesd.messages.UserMessage
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_messages_hermes_proto_init() }
@@ -863,7 +1025,7 @@ func file_messages_hermes_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_messages_hermes_proto_rawDesc), len(file_messages_hermes_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

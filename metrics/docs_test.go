@@ -59,6 +59,9 @@ func TestDocs_ListEverySeries(t *testing.T) {
 	m.PlatformAPIError("web", 500)
 	m.RateLimited("web", time.Second)
 	m.IdentityRefused("*messages.Delivery")
+	m.LeaseClaimed(s, 1)
+	m.LeaseLost(s, "fenced")
+	m.ClusterMembers(3)
 
 	served := map[string]bool{}
 	eventually(t, "dead letter and failure series", func() bool {

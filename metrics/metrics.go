@@ -74,6 +74,7 @@ type Metrics struct {
 	receive  *receiveHistogram
 	hermesd  hermesdInstruments
 	callback metric.Registration
+	cluster  clusterInstruments // cluster.go
 }
 
 // New builds the registry, the MeterProvider and every instrument.
@@ -129,6 +130,9 @@ func New(o Options) (*Metrics, error) {
 		return nil, errors.Join(err, m.provider.Shutdown(context.Background()))
 	}
 	if err := m.hermesd.init(meter); err != nil {
+		return nil, errors.Join(err, m.provider.Shutdown(context.Background()))
+	}
+	if err := m.cluster.init(meter); err != nil {
 		return nil, errors.Join(err, m.provider.Shutdown(context.Background()))
 	}
 	if o.Actors != nil {

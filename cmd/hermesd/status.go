@@ -97,6 +97,9 @@ func status(ctx context.Context, args []string, w io.Writer, env func(string) (s
 		fmt.Fprintln(tw, "(none)\t\t")
 	}
 	tw.Flush()
+	if err := printCluster(ctx, env, w, 20); err != nil {
+		return err
+	}
 
 	if *nErrors <= 0 {
 		return nil

@@ -1,0 +1,269 @@
+// Package cluster runs hermesd's sessions as protoactor cluster grains:
+// every member runs the same daemon, a session is a grain of kind "session"
+// addressed by its session key, and disthash (rendezvous hashing over the
+// members) decides which member activates it. Turns, tools and background
+// work stay the session's local children on that member.
+//
+// The pinned protoactor cluster has bugs that shape this package (see
+// docs/architecture.md, "Cluster mode"): requests always carry WithTimeout
+// and WithContext and are retried here with hermesd's own backoff (the
+// library's backoff is in nanoseconds); a grain binds its identity from its
+// cluster identity in Started (its PID name is not its key); only
+// messages/hermes.proto types cross members.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	protocluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hermesd/hermesd/identity"
+	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/retry"
+)
+
+// Kind is the cluster kind of a session grain.
+const Kind = "session"
+
+// Config is one member's cluster settings.
+type Config struct {
+	// Name is the cluster's name; members with another name do not join.
+	Name string
+	// Bind is the host:port of this member's remote (gRPC) endpoint; port 0
+	// picks a free one. Advertise, if set, is the host other members dial.
+	Bind, Advertise string
+	// HealthPort is this member's automanaged health port (GET /_health);
+	// Members are every member's host:healthport, this one included.
+	HealthPort int
+	Members    []string
+	// RequestTimeout bounds one attempt to reach a session; Deliver retries
+	// until its context ends.
+	RequestTimeout time.Duration
+	// Provider replaces the automanaged provider (tests: the in-memory
+	// provider of one process).
+	Provider protocluster.ClusterProvider
+}
+
+// Placement is a member of the cluster; it implements actors.Placement.
+type Placement struct {
+	cfg Config
+	log *slog.Logger
+
+	mu sync.Mutex
+	c  *protocluster.Cluster
+	// rdv is disthash's placement over the members this member sees, kept
+	// here (the library's own is not safe to read from outside); nil until
+	// the first topology.
+	rdv *protocluster.Rendezvous
+}
+
+// New returns a member that joins when the runtime starts it.
+func New(cfg Config, log *slog.Logger) (*Placement, error) {
+	if cfg.Name == "" {
+		cfg.Name = "hermesd"
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 2 * time.Second
+	}
+	if cfg.Provider == nil {
+		if cfg.HealthPort <= 0 || len(cfg.Members) == 0 {
+			return nil, errors.New("cluster: the automanaged provider needs a health port and the member list")
+		}
+		cfg.Provider = automanaged.NewWithConfig(2*time.Second, cfg.HealthPort, cfg.Members...)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Placement{cfg: cfg, log: log}, nil
+}
+
+// Bind returns session's Props bound, on Started, to the key its cluster
+// identity spells (identity.ByKey).
+func (p *Placement) Bind(session *actor.Props) *actor.Props {
+	return identity.ByKey(session, grainKey)
+}
+
+// Start joins the cluster as a member that hosts sessions, with session
+// (from Bind) as the Props of its grains.
+func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
+	host, portS, err := net.SplitHostPort(p.cfg.Bind)
+	if err != nil {
+		return fmt.Errorf("cluster bind address %q: %w", p.cfg.Bind, err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil {
+		return fmt.Errorf("cluster bind port %q: %w", portS, err)
+	}
+	var ropts []remote.ConfigOption
+	if p.cfg.Advertise != "" {
+		ropts = append(ropts, remote.WithAdvertisedHost(p.cfg.Advertise))
+	}
+	props := session.Clone(actor.WithReceiverMiddleware(dropClusterInit))
+	cfg := protocluster.Configure(p.cfg.Name, p.cfg.Provider, disthash.New(), remote.Configure(host, port, ropts...),
+		protocluster.WithKinds(protocluster.NewKind(Kind, props)),
+		protocluster.WithRequestTimeout(p.cfg.RequestTimeout))
+	c := protocluster.New(sys, cfg)
+	sys.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*protocluster.ClusterTopology); ok {
+			rdv := protocluster.NewRendezvous()
+			rdv.UpdateMembers(t.Members)
+			p.mu.Lock()
+			p.rdv = rdv
+			p.mu.Unlock()
+		}
+	})
+	c.StartMember()
+	p.mu.Lock()
+	p.c = c
+	p.mu.Unlock()
+	p.log.Info("joined the cluster", "cluster", p.cfg.Name, "address", sys.Address(), "members", p.cfg.Members)
+	return nil
+}
+
+// dropClusterInit keeps the cluster's ClusterInit, sent to every grain
+// after Started, from the session actor, which has no use for it.
+func dropClusterInit(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		if _, ok := env.Message.(*protocluster.ClusterInit); ok {
+			return
+		}
+		next(c, env)
+	}
+}
+
+// grainKey reads a grain's session key from its cluster identity; "" when it
+// has none (the actor then stays unbound and refuses to start).
+func grainKey(c actor.ReceiverContext) (key string) {
+	defer func() {
+		if recover() != nil { // GetClusterIdentity panics on an actor that has none
+			key = ""
+		}
+	}()
+	if ci := protocluster.GetClusterIdentity(c); ci != nil && ci.Kind == Kind {
+		return ci.Identity
+	}
+	return ""
+}
+
+// ErrNotStarted is returned by Deliver before Start.
+var ErrNotStarted = errors.New("cluster: not started")
+
+// Deliver sends msg to the session of key and waits for it to answer that
+// it holds it. One attempt is one cluster request bounded by the request
+// timeout (the library's retries are off: its backoff sleeps nanoseconds);
+// a dead letter or a timeout drops the cached PID, so the next attempt
+// looks the owner up again and may activate a fresh grain.
+func (p *Placement) Deliver(ctx context.Context, key string, msg proto.Message) error {
+	p.mu.Lock()
+	c := p.c
+	p.mu.Unlock()
+	if c == nil {
+		return ErrNotStarted
+	}
+	b := retry.NewBackoff(20*time.Millisecond, time.Second)
+	for attempt := 1; ; attempt++ {
+		timeout := p.cfg.RequestTimeout
+		if d, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(d))
+		}
+		if timeout <= 0 {
+			return fmt.Errorf("deliver to %s: %w", key, ctx.Err())
+		}
+		res, err := c.Request(key, Kind, msg,
+			protocluster.WithTimeout(timeout),
+			protocluster.WithContext(c.ActorSystem.Root),
+			protocluster.WithRetryCount(1))
+		if err == nil {
+			if r, ok := res.(*messages.Routed); ok && r.GetSessionKey() == key {
+				return nil
+			}
+			err = fmt.Errorf("unexpected answer %T", res)
+		}
+		p.log.Debug("deliver to session: retrying", "session", key, "attempt", attempt, "err", err)
+		if werr := b.Wait(ctx); werr != nil {
+			return fmt.Errorf("deliver to %s after %d attempts: %w (last: %v)", key, attempt, werr, err)
+		}
+	}
+}
+
+// Owns reports whether this member is where disthash places key, as this
+// member sees the cluster now (true before it has seen a topology). A
+// session held elsewhere than its key's owner, left behind by a change of
+// members, gives its lease up so the owner can take it.
+func (p *Placement) Owns(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rdv == nil || p.c == nil {
+		return true
+	}
+	owner := p.rdv.GetByClusterIdentity(&protocluster.ClusterIdentity{Identity: key, Kind: Kind})
+	return owner == "" || owner == p.c.ActorSystem.Address()
+}
+
+// Members returns the addresses of the members this one sees, itself
+// included.
+func (p *Placement) Members() []string {
+	p.mu.Lock()
+	c := p.c
+	p.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range c.MemberList.Members().Members() {
+		out = append(out, m.Address())
+	}
+	return out
+}
+
+// Address is this member's remote address ("" before Start).
+func (p *Placement) Address() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c == nil {
+		return ""
+	}
+	return p.c.ActorSystem.Address()
+}
+
+// Stop leaves the cluster gracefully: the provider deregisters this member
+// and the others drop it from their topology.
+func (p *Placement) Stop() {
+	p.mu.Lock()
+	c := p.c
+	p.c = nil
+	p.mu.Unlock()
+	if c != nil {
+		c.Shutdown(true)
+		p.log.Info("left the cluster")
+	}
+}
+
+// WatchMembers calls f with the number of members after every topology
+// change this member sees (the metrics' members gauge), until stop.
+func (p *Placement) WatchMembers(f func(n int)) (stop func()) {
+	p.mu.Lock()
+	c := p.c
+	p.mu.Unlock()
+	if c == nil {
+		return func() {}
+	}
+	sub := c.ActorSystem.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*protocluster.ClusterTopology); ok {
+			f(len(t.Members))
+		}
+	})
+	return func() { c.ActorSystem.EventStream.Unsubscribe(sub) }
+}

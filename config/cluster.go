@@ -1,0 +1,127 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cluster are the settings of cluster mode: several hermesd members that
+// share one PostgreSQL store, each session living on one member at a time
+// (package cluster; docs/operations.md, "Cluster mode").
+type Cluster struct {
+	// On turns cluster mode on; off (the default) is the single process.
+	On bool
+	// Name is the cluster's name: members with another name never join.
+	Name string
+	// Bind is this member's host:port for the other members (protoactor
+	// remote, gRPC); Advertise, if set, is the host the others dial.
+	Bind, Advertise string
+	// HealthPort is this member's membership port (the automanaged
+	// provider's GET /_health); Members lists every member's
+	// host:HealthPort, this one included.
+	HealthPort int
+	Members    []string
+	// RequestTimeout bounds one attempt to reach a session on a member;
+	// LeaseTTL is how long a session's lease lasts unrenewed.
+	RequestTimeout, LeaseTTL time.Duration
+}
+
+// MemberID names this member in lease owners and /status: its advertised
+// (or bound) address.
+func (c Cluster) MemberID() string {
+	host, port, err := net.SplitHostPort(c.Bind)
+	if err != nil {
+		return c.Bind
+	}
+	if c.Advertise != "" {
+		host = c.Advertise
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// clusterKeys are the settings of Cluster, as in keys.
+var clusterKeys = []struct {
+	name, def string
+	secret    bool
+}{
+	{"HERMES_CLUSTER", "off", false},
+	{"HERMES_CLUSTER_NAME", "hermesd", false},
+	{"HERMES_CLUSTER_BIND", "127.0.0.1:7610", false},
+	{"HERMES_CLUSTER_ADVERTISE", "", false},
+	{"HERMES_CLUSTER_HEALTH_PORT", "7611", false},
+	{"HERMES_CLUSTER_MEMBERS", "", false},
+	{"HERMES_CLUSTER_REQUEST_TIMEOUT", "2s", false},
+	{"HERMES_CLUSTER_LEASE_TTL", "10s", false},
+}
+
+// parseCluster reads Cluster from v, reporting bad values through bad.
+func parseCluster(v map[string]string, bad func(key, format string, args ...any)) Cluster {
+	var c Cluster
+	switch strings.ToLower(strings.TrimSpace(v["HERMES_CLUSTER"])) {
+	case "on", "true", "yes", "1":
+		c.On = true
+	case "off", "false", "no", "0", "":
+	default:
+		bad("HERMES_CLUSTER", "want on or off, got %q", v["HERMES_CLUSTER"])
+	}
+	c.Name = strings.TrimSpace(v["HERMES_CLUSTER_NAME"])
+	c.Bind = strings.TrimSpace(v["HERMES_CLUSTER_BIND"])
+	c.Advertise = strings.TrimSpace(v["HERMES_CLUSTER_ADVERTISE"])
+	c.Members = list(v["HERMES_CLUSTER_MEMBERS"])
+	dur := func(key string) time.Duration {
+		d, err := time.ParseDuration(v[key])
+		if err != nil || d <= 0 {
+			bad(key, "want a positive duration such as 2s, got %q", v[key])
+		}
+		return d
+	}
+	c.RequestTimeout = dur("HERMES_CLUSTER_REQUEST_TIMEOUT")
+	c.LeaseTTL = dur("HERMES_CLUSTER_LEASE_TTL")
+	if c.LeaseTTL > 0 && c.LeaseTTL < time.Second {
+		bad("HERMES_CLUSTER_LEASE_TTL", "want at least 1s (it is renewed every third of it), got %s", c.LeaseTTL)
+	}
+	port, err := strconv.Atoi(strings.TrimSpace(v["HERMES_CLUSTER_HEALTH_PORT"]))
+	if err != nil || port <= 0 || port > 65535 {
+		bad("HERMES_CLUSTER_HEALTH_PORT", "want a port number, got %q", v["HERMES_CLUSTER_HEALTH_PORT"])
+	}
+	c.HealthPort = port
+	if !c.On {
+		return c
+	}
+	if c.Name == "" {
+		bad("HERMES_CLUSTER_NAME", "must not be empty")
+	}
+	if _, p, err := net.SplitHostPort(c.Bind); err != nil {
+		bad("HERMES_CLUSTER_BIND", "want host:port, got %q", c.Bind)
+	} else if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
+		// Port 0 would pick a free port the other members cannot know.
+		bad("HERMES_CLUSTER_BIND", "want a fixed port, got %q", c.Bind)
+	}
+	if len(c.Members) == 0 {
+		bad("HERMES_CLUSTER_MEMBERS", "required when HERMES_CLUSTER=on: every member's host:health-port, this one included")
+	}
+	for _, m := range c.Members {
+		if _, p, err := net.SplitHostPort(m); err != nil || p == "" {
+			bad("HERMES_CLUSTER_MEMBERS", "want host:port entries, got %q", m)
+		}
+	}
+	return c
+}
+
+// checkCluster refuses what cluster mode cannot run: members that do not
+// share a store, and Telegram long polling, which allows one getUpdates per
+// token (every member but one would get 409 Conflict) — use the webhook,
+// which every member serves.
+func checkCluster(c Config, bad func(key, format string, args ...any)) {
+	if !c.Cluster.On {
+		return
+	}
+	if c.DatabaseURL == "" {
+		bad("HERMES_DATABASE_URL", "required when HERMES_CLUSTER=on: the members share one PostgreSQL database")
+	}
+	if c.TelegramToken != "" && c.TelegramWebhookURL == "" {
+		bad("TELEGRAM_WEBHOOK_URL", "required for Telegram when HERMES_CLUSTER=on: long polling allows one poller per bot token")
+	}
+}
