@@ -108,6 +108,12 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	// pgURL is the PostgreSQL URL (with its password: never logged), for
+	// the connections of leadership locks; "" on SQLite.
+	pgURL string
+	// lead are the leadership locks held (leadership.go).
+	lead leaders
 }
 
 // Open opens (creating if needed) the database at path, brings its schema up
@@ -129,6 +135,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if IsPostgresURL(path) {
 		s := &Store{path: redactURL(path), d: &postgresDialect, log: o.log.With("component", "store"), now: o.now, dedupTTL: o.dedupTTL}
 		s.reads.stmts = make(map[string]*sql.Stmt)
+		s.pgURL = path
 		if err := s.openPostgres(ctx, path, o); err != nil {
 			_ = s.Close()
 			return nil, fmt.Errorf("open store %s: %w", s.path, err)
@@ -216,6 +223,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.releaseLeaders()
 		var errs []error
 		if s.w != nil {
 			errs = append(errs, s.w.close())
