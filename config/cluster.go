@@ -111,17 +111,13 @@ func parseCluster(v map[string]string, bad func(key, format string, args ...any)
 }
 
 // checkCluster refuses what cluster mode cannot run: members that do not
-// share a store, and Telegram long polling, which allows one getUpdates per
-// token (every member but one would get 409 Conflict) — use the webhook,
-// which every member serves.
+// share a store. (Telegram long polling is allowed: the members elect one
+// poller, daemon/poller.go.)
 func checkCluster(c Config, bad func(key, format string, args ...any)) {
 	if !c.Cluster.On {
 		return
 	}
 	if c.DatabaseURL == "" {
 		bad("HERMES_DATABASE_URL", "required when HERMES_CLUSTER=on: the members share one PostgreSQL database")
-	}
-	if c.TelegramToken != "" && c.TelegramWebhookURL == "" {
-		bad("TELEGRAM_WEBHOOK_URL", "required for Telegram when HERMES_CLUSTER=on: long polling allows one poller per bot token")
 	}
 }

@@ -45,13 +45,24 @@ func TestLoad_ClusterRefusesWhatCannotForm(t *testing.T) {
 		{map[string]string{"HERMES_CLUSTER_LEASE_TTL": "100ms"}, "HERMES_CLUSTER_LEASE_TTL"},
 		{map[string]string{"HERMES_CLUSTER_HEALTH_PORT": "70000"}, "HERMES_CLUSTER_HEALTH_PORT"},
 		{map[string]string{"HERMES_CLUSTER": "on", "HERMES_CLUSTER_MEMBERS": "a:1"}, "HERMES_DATABASE_URL"},
-		{map[string]string{"HERMES_CLUSTER": "on", "HERMES_CLUSTER_MEMBERS": "a:1", "HERMES_DATABASE_URL": "postgres://u@db/h",
-			"TELEGRAM_BOT_TOKEN": "1:x"}, "TELEGRAM_WEBHOOK_URL"},
 	} {
 		tc.env["HERMES_HOME"] = t.TempDir()
 		_, err := Load(lookup(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want one naming %s", tc.env, err, tc.want)
 		}
+	}
+}
+
+// Telegram long polling is allowed in a cluster: the members elect one
+// poller (daemon/poller.go).
+func TestLoad_ClusterTakesTelegramPolling(t *testing.T) {
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_CLUSTER": "on", "HERMES_CLUSTER_MEMBERS": "a:1",
+		"HERMES_DATABASE_URL": "postgres://u@db/h", "TELEGRAM_BOT_TOKEN": "1:x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Cluster.On || c.TelegramToken == "" || c.TelegramWebhookURL != "" {
+		t.Fatalf("config = cluster %v, token %q, webhook %q", c.Cluster.On, c.TelegramToken, c.TelegramWebhookURL)
 	}
 }

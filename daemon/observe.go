@@ -153,6 +153,7 @@ func (o *observation) platforms() []inspect.PlatformStatus {
 		if hr, ok := a.(platforms.HealthReporter); ok {
 			h := hr.Health()
 			ps.ReportsHealth, ps.Connected, ps.LastError = true, h.Connected, clip(h.LastError, 300)
+			ps.Standby = h.Standby
 		}
 		out = append(out, ps)
 	}

@@ -50,7 +50,12 @@ func (d *Daemon) platformAdapters() ([]platforms.Adapter, error) {
 			return nil, fmt.Errorf("telegram: %w", err)
 		}
 		d.telegram = a
-		out = append(out, a)
+		if cfg.Cluster.On && cfg.TelegramWebhookURL == "" {
+			// Long polling in a cluster: one member polls (daemon/poller.go).
+			out = append(out, newElectedTelegram(a, d.store, d.log))
+		} else {
+			out = append(out, a)
+		}
 	}
 	ds, err := d.discordAdapter(gate, tr)
 	if err != nil {

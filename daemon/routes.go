@@ -27,7 +27,8 @@ func (d *Daemon) routes() {
 
 // handleReady reports ready when the store takes a write, the runtime
 // accepts messages and every configured platform is connected (a platform
-// whose last poll got 401 is down, and so is hermesd for its users).
+// whose last poll got 401 is down, and so is hermesd for its users) or on
+// standby (another cluster member polls Telegram).
 func (d *Daemon) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
@@ -41,7 +42,7 @@ func (d *Daemon) handleReady(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, p := range d.obs.platforms() {
-		if p.ReportsHealth && !p.Connected {
+		if p.ReportsHealth && !p.Connected && !p.Standby { // a standby member is ready: it sends
 			msg := "platform " + p.Platform + " is not connected"
 			if p.LastError != "" {
 				msg += ": " + p.LastError

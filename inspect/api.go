@@ -66,6 +66,9 @@ type PlatformStatus struct {
 	ReportsHealth bool   `json:"reports_health"`
 	Connected     bool   `json:"connected"`
 	LastError     string `json:"last_error,omitempty"`
+	// Standby: another cluster member takes this platform's updates in
+	// (platforms.Health.Standby); not a fault.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // Status is the body of GET /api/status.

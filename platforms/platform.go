@@ -61,6 +61,10 @@ type Health struct {
 	Connected bool
 	// LastError is the most recent failure talking to the platform, if any.
 	LastError string
+	// Standby is set on a cluster member that leaves taking updates in to
+	// another member (one Telegram poller per cluster): not connected, yet
+	// nothing is wrong; it still sends its sessions' replies.
+	Standby bool
 }
 
 // HealthReporter is implemented by adapters that track their connection.

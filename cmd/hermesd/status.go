@@ -29,6 +29,7 @@ type statusBody struct {
 		Platform      string `json:"platform"`
 		ReportsHealth bool   `json:"reports_health"`
 		Connected     bool   `json:"connected"`
+		Standby       bool   `json:"standby"`
 		LastError     string `json:"last_error"`
 	} `json:"platforms"`
 	IdentityRefusals uint64 `json:"identity_refusals"`
@@ -87,7 +88,10 @@ func status(ctx context.Context, args []string, w io.Writer, env func(string) (s
 		state := "running"
 		if p.ReportsHealth {
 			state = "connected"
-			if !p.Connected {
+			switch {
+			case p.Standby:
+				state = "standby"
+			case !p.Connected:
 				state = "DISCONNECTED"
 			}
 		}
