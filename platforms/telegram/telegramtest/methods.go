@@ -287,6 +287,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, fields map[s
 	for {
 		s.mu.Lock()
 		if s.pollGen != gen {
+			s.pollConflicts++
 			s.mu.Unlock()
 			writeJSON(w, &apiError{code: 409, desc: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}, nil)
 			return
@@ -316,4 +317,12 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, fields map[s
 			return
 		}
 	}
+}
+
+// PollConflicts returns how many getUpdates calls were ended by a newer one
+// with 409 Conflict: each is a moment when two pollers ran at once.
+func (s *Server) PollConflicts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pollConflicts
 }

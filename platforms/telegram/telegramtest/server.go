@@ -80,6 +80,9 @@ type Server struct {
 	deleted    map[msgRef]bool   // bot messages deleted since
 	faults     []*fault
 	hook       webhook
+	// pollConflicts counts getUpdates calls ended by a newer one (409):
+	// two pollers at once.
+	pollConflicts int
 }
 
 type pending struct {

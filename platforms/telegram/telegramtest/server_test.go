@@ -204,3 +204,33 @@ func TestVisibleText(t *testing.T) {
 		}
 	}
 }
+
+// A second poller ends the first one's long poll with 409, as Telegram
+// does, and the fake counts it (cluster tests assert there was none).
+func TestServer_SecondPollerConflicts(t *testing.T) {
+	s := telegramtest.NewServer(t)
+	ctx := context.Background()
+	if n := s.PollConflicts(); n != 0 {
+		t.Fatalf("PollConflicts = %d before any poll", n)
+	}
+	first := make(chan envelope, 1)
+	go func() {
+		env, _ := call(t, ctx, s, "getUpdates", map[string]string{"timeout": "10"})
+		first <- env
+	}()
+	s.RequireCalls(t, "getUpdates", 1) // the first poll is waiting
+	second := make(chan envelope, 1)
+	go func() {
+		env, _ := call(t, ctx, s, "getUpdates", map[string]string{"timeout": "1"})
+		second <- env
+	}()
+	if env := <-first; env.OK || env.ErrorCode != 409 {
+		t.Errorf("first poll answered %+v, want 409", env)
+	}
+	if env := <-second; !env.OK {
+		t.Errorf("second poll answered %+v, want ok", env)
+	}
+	if n := s.PollConflicts(); n != 1 {
+		t.Errorf("PollConflicts = %d, want 1", n)
+	}
+}
