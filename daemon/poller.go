@@ -38,6 +38,8 @@ type electedTelegram struct {
 	// start); cleared while it polls, and for good when the poller stopped
 	// on an error (a rejected token), which Health then reports.
 	standby atomic.Bool
+	// attempts counts tries of the lock (tests wait on it).
+	attempts atomic.Int64
 }
 
 // newElectedTelegram makes a standing-by elected adapter of a.
@@ -55,6 +57,7 @@ var _ platforms.HealthReporter = (*electedTelegram)(nil)
 func (e *electedTelegram) Run(ctx context.Context, in platforms.Inbound) error {
 	for {
 		l, ok, err := e.st.TryLeadership(ctx, pollerLock)
+		e.attempts.Add(1)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			e.log.Warn("telegram: could not try the poller lock; standing by", "err", err)
