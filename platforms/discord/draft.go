@@ -35,6 +35,12 @@ var _ platforms.Drafter = (*Adapter)(nil)
 // durably ("discord:draft:<session key>"), so a final reply resent after a
 // crash edits the same message instead of posting a second copy, and a turn
 // re-run after a crash adopts the draft message its first run left open.
+// The record is written before the draft is posted too, with no message id
+// yet ("posting"), and the post carries a nonce derived from the draft: a
+// kill after Discord created the message but before its id was recorded
+// leaves that record, and whatever the next run sends first (a draft or the
+// final reply) posts with the same nonce, gets that message back from
+// Discord (enforce_nonce) and edits it.
 
 // DraftInterval is the least time between two draft requests in a channel:
 // well inside Discord's per-channel message bucket (5 per 5 s), leaving room
@@ -48,7 +54,9 @@ type DraftStore interface {
 	SetCursor(ctx context.Context, name, value string) error
 }
 
-// draftState is a session's draft message.
+// draftState is a session's draft message. msg is "" while its first post
+// is under way: the post may have happened before a crash, and is found
+// again by the draft's nonce.
 type draftState struct {
 	id, msg, shown string
 	version        uint64
@@ -151,6 +159,9 @@ func (a *Adapter) recorded(ctx context.Context, key string) *draftState {
 		return nil
 	}
 	st := &draftState{msg: f[0], id: f[1], final: f[2] == "final"}
+	if f[2] == "posting" {
+		st.msg = ""
+	}
 	a.drafts.put(key, st)
 	return st
 }
@@ -163,11 +174,14 @@ func (a *Adapter) record(ctx context.Context, key string, st *draftState) {
 	}
 	v := ""
 	if st != nil {
-		state := "open"
-		if st.final {
+		state, msg := "open", st.msg
+		switch {
+		case st.final:
 			state = "final"
+		case msg == "":
+			state, msg = "posting", "-"
 		}
-		v = st.msg + " " + st.id + " " + state
+		v = msg + " " + st.id + " " + state
 	}
 	if err := a.deps.Drafts.SetCursor(ctx, draftCursor(key), v); err != nil {
 		a.log.Warn("discord: record the draft message", "session", key, "err", err)
@@ -205,6 +219,12 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 		if st == nil || st.id != d.GetId() {
 			return nil
 		}
+		if st.msg == "" {
+			// Its post did not finish: there is nothing known to take
+			// down, and the next draft starts afresh.
+			a.record(ctx, key, nil)
+			return nil
+		}
 		a.record(ctx, key, nil)
 		_, err := a.do(ctx, request{op: "delete draft", method: http.MethodDelete,
 			url: discordgo.EndpointChannelMessage(ch, st.msg), attempts: 1, log: log})
@@ -227,7 +247,7 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 	if err := retry.Sleep(ctx, wait); err != nil {
 		return nil
 	}
-	if st != nil {
+	if st != nil && st.msg != "" {
 		err := a.edit(ctx, log, ch, st.msg, text, 1)
 		switch {
 		case err == nil:
@@ -241,14 +261,28 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 		}
 		a.record(ctx, key, nil) // the user deleted it: start a new one
 	}
-	// The nonce is the draft's: a turn that runs again after a crash posts
-	// its draft with the same one, and Discord returns the message the run
-	// before created instead of a second copy.
+	// The nonce is the draft's, and the record of the post is written
+	// before it: after a crash in between, the next post (this one, when st
+	// is that record) carries the same nonce and Discord returns the message
+	// already created instead of a second copy.
+	posting := d.GetId()
+	if st != nil && st.msg == "" {
+		posting = st.id
+	} else {
+		a.record(ctx, key, &draftState{id: posting})
+	}
 	p := messagePayload{Content: text, AllowedMentions: &noPings, Reference: reference(ch, d.GetReplyToId()),
-		Nonce: draftNonce(key, d.GetId()), EnforceNonce: true}
+		Nonce: draftNonce(key, posting), EnforceNonce: true}
 	id, err := a.postOnce(ctx, log, ch, p)
 	if err != nil {
 		return a.draftFailed(ch, err)
+	}
+	if st != nil && st.msg == "" {
+		// Maybe the message a run before the crash created, with its text:
+		// show this draft's.
+		if err := a.edit(ctx, log, ch, id, text, 1); err != nil {
+			return a.draftFailed(ch, err)
+		}
 	}
 	a.record(ctx, key, &draftState{id: d.GetId(), msg: id, shown: text, version: d.GetVersion()})
 	return nil
@@ -324,6 +358,17 @@ func (a *Adapter) finishDraft(ctx context.Context, log *slog.Logger, key, ch str
 		if err := retry.Sleep(ctx, wait); err != nil {
 			return true, fmt.Errorf("discord: waiting out a rate limit: %w", err)
 		}
+	}
+	if st.msg == "" {
+		// The draft's post was under way at a crash: post the reply with
+		// the draft's nonce, which returns the draft message if Discord
+		// created it (then edited below) or creates the reply's.
+		id, err := a.postOnce(ctx, log, ch, messagePayload{Content: chunks[0], AllowedMentions: &noPings,
+			Reference: reference(ch, d.GetReplyToId()), Nonce: draftNonce(key, st.id), EnforceNonce: true})
+		if err != nil {
+			return true, err
+		}
+		st = &draftState{id: st.id, msg: id}
 	}
 	if err := a.edit(ctx, log, ch, st.msg, chunks[0], 0); err != nil {
 		if errorStatus(err) == http.StatusNotFound {

@@ -231,6 +231,52 @@ func TestDraft_PostedButNotRecordedIsFoundByItsNonce(t *testing.T) {
 	}
 }
 
+// frozen is a DraftStore killed after its first write per name: what it
+// holds is what a process wrote before a kill that came between Discord
+// creating the draft message and its id being recorded.
+type frozen struct{ cursors }
+
+func (f *frozen) SetCursor(ctx context.Context, name, value string) error {
+	if v, _ := f.Cursor(ctx, name); v != "" {
+		return nil
+	}
+	return f.cursors.SetCursor(ctx, name, value)
+}
+
+// TestDraft_PostUnderWayAtACrashIsFoundAgain: the record says a draft's
+// post was under way; whatever the next run sends first, a draft of
+// another name or the final reply alone, finds the message by the
+// recorded draft's nonce, and the channel ends with one copy.
+func TestDraft_PostUnderWayAtACrashIsFoundAgain(t *testing.T) {
+	for _, next := range []string{"draft", "final"} {
+		t.Run(next, func(t *testing.T) {
+			srv := discordtest.NewServer(t)
+			s := guildSession("707", "1")
+			crashed := &frozen{}
+			showDrafts(t, drafter(t, srv, crashed), s, dDraft("in3-3", 1, "ack"))
+			if v, _ := crashed.Cursor(context.Background(), "discord:draft:"+s.Key()); !strings.HasSuffix(v, " posting") {
+				t.Fatalf("the record before the post is %q", v)
+			}
+			store := &cursors{m: map[string]string{}}
+			for k, v := range crashed.m {
+				store.m[k] = v
+			}
+			again := drafter(t, srv, store)
+			final := "in3-3"
+			if next == "draft" {
+				final = "in3-4" // an interrupt merged a second input meanwhile
+				showDrafts(t, again, s, dDraft(final, 1, "ack tok"))
+			}
+			if _, err := again.Send(context.Background(), s, dFinal(final, "ack tok whole")); err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.Visible("707"); len(got) != 1 || got[0] != "ack tok whole" {
+				t.Fatalf("the channel shows %q, want one copy of the answer", got)
+			}
+		})
+	}
+}
+
 // TestDraft_VoiceRepliesAreNotEdits: a voice delivery naming a draft is
 // still one voice message, posted, never an edit.
 func TestDraft_VoiceRepliesAreNotEdits(t *testing.T) {
