@@ -273,7 +273,7 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 	}
 	p := messagePayload{Content: text, AllowedMentions: &noPings, Reference: reference(ch, d.GetReplyToId()),
 		Nonce: draftNonce(key, posting), EnforceNonce: true}
-	id, err := a.postOnce(ctx, log, ch, p)
+	id, err := a.postJSON(ctx, log, ch, p, "send draft", 1)
 	if err != nil {
 		return a.draftFailed(ch, err)
 	}
@@ -317,14 +317,16 @@ func (a *Adapter) edit(ctx context.Context, log *slog.Logger, channel, msg, cont
 	return err
 }
 
-// postOnce posts a message with one try (a draft: the next one follows).
-func (a *Adapter) postOnce(ctx context.Context, log *slog.Logger, channel string, p messagePayload) (string, error) {
+// postJSON posts a message without files, with p's own nonce, in up to
+// attempts tries (0: the configured retries; a draft has one: the next
+// draft follows).
+func (a *Adapter) postJSON(ctx context.Context, log *slog.Logger, channel string, p messagePayload, op string, attempts int) (string, error) {
 	body, err := json.Marshal(p)
 	if err != nil {
 		return "", fmt.Errorf("discord: encode message: %w", err)
 	}
-	raw, err := a.do(ctx, request{op: "send draft", method: http.MethodPost, url: discordgo.EndpointChannelMessages(channel),
-		contentType: "application/json", body: body, attempts: 1, log: log})
+	raw, err := a.do(ctx, request{op: op, method: http.MethodPost, url: discordgo.EndpointChannelMessages(channel),
+		contentType: "application/json", body: body, attempts: attempts, log: log})
 	if err != nil {
 		return "", err
 	}
@@ -332,7 +334,7 @@ func (a *Adapter) postOnce(ctx context.Context, log *slog.Logger, channel string
 		ID string `json:"id"`
 	}
 	if err := json.Unmarshal(raw, &m); err != nil || m.ID == "" {
-		return "", fmt.Errorf("discord: send draft: answer without message id: %.200q", raw)
+		return "", fmt.Errorf("discord: %s: answer without message id: %.200q", op, raw)
 	}
 	return m.ID, nil
 }
@@ -363,8 +365,9 @@ func (a *Adapter) finishDraft(ctx context.Context, log *slog.Logger, key, ch str
 		// The draft's post was under way at a crash: post the reply with
 		// the draft's nonce, which returns the draft message if Discord
 		// created it (then edited below) or creates the reply's.
-		id, err := a.postOnce(ctx, log, ch, messagePayload{Content: chunks[0], AllowedMentions: &noPings,
-			Reference: reference(ch, d.GetReplyToId()), Nonce: draftNonce(key, st.id), EnforceNonce: true})
+		// With the reply's retries: it is the reply, not a draft.
+		id, err := a.postJSON(ctx, log, ch, messagePayload{Content: chunks[0], AllowedMentions: &noPings,
+			Reference: reference(ch, d.GetReplyToId()), Nonce: draftNonce(key, st.id), EnforceNonce: true}, "send message", 0)
 		if err != nil {
 			return true, err
 		}

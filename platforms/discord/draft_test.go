@@ -277,6 +277,26 @@ func TestDraft_PostUnderWayAtACrashIsFoundAgain(t *testing.T) {
 	}
 }
 
+// TestDraft_FailedDraftPostThenAFailingFinal: the draft's one post met a
+// 429, so its record says a post may have happened; the final reply then
+// meets a 500 and is retried as a reply is, and lands once.
+func TestDraft_FailedDraftPostThenAFailingFinal(t *testing.T) {
+	srv := discordtest.NewServer(t)
+	s := guildSession("708", "1")
+	a := drafter(t, srv, &cursors{})
+	srv.FailPosts("708", 1, discordtest.RateLimited(50*time.Millisecond))
+	if err := a.Draft(context.Background(), s, dDraft("in9-9", 1, "ack")); err == nil {
+		t.Fatal("the draft's post met a 429 and reported no error")
+	}
+	srv.FailPosts("708", 1, discordtest.ServerError())
+	if _, err := a.Send(context.Background(), s, dFinal("in9-9", "ack tok whole")); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Visible("708"); len(got) != 1 || got[0] != "ack tok whole" {
+		t.Fatalf("the channel shows %q, want the answer once", got)
+	}
+}
+
 // TestDraft_VoiceRepliesAreNotEdits: a voice delivery naming a draft is
 // still one voice message, posted, never an edit.
 func TestDraft_VoiceRepliesAreNotEdits(t *testing.T) {
