@@ -34,5 +34,9 @@ func (d *Daemon) discordAdapter(gate platforms.Gate, tr *stt.Client) ([]platform
 	if err != nil {
 		return nil, fmt.Errorf("discord: %w", err)
 	}
+	if d.cfg.Cluster.On {
+		// One member holds the gateway (daemon/poller.go); any sends.
+		return []platforms.Adapter{newElectedDiscord(a, d.store, d.log)}, nil
+	}
 	return []platforms.Adapter{a}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hermesd/hermesd/platforms"
+	"github.com/hermesd/hermesd/platforms/discord"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/store"
 )
@@ -21,48 +22,46 @@ const pollerLock = "telegram-poller"
 // kept by Telegram meanwhile, and the cursor is in the shared store).
 const pollerRetry = 2 * time.Second
 
-// electedTelegram is the Telegram adapter of a cluster member in polling
-// mode. Its Run polls only while this member holds the poller lock, and
-// stops at once when the lock is lost; meanwhile the member stands by, and
-// sends its own sessions' replies as always (every other method is the
-// embedded adapter's, so every optional interface it implements stays
-// visible to the runtime). A hand-over overlap is harmless: the update
-// cursor is in the shared store and the inbox claim drops an update
+// election runs one platform connection of a cluster only while this member
+// holds a leadership lock (store.TryLeadership): a Telegram poller, a
+// Discord gateway shard. The others stand by, trying the lock every retry,
+// and still send their own sessions' replies; losing the lock ends the
+// connection at once. A hand-over overlap is harmless: the platform's
+// cursor is in the shared store and the inbox claim drops a message
 // accepted twice.
-type electedTelegram struct {
-	*telegram.Adapter
-	st    *store.Store
+type election struct {
+	st   *store.Store
+	lock string
+	// role names the connection in logs ("the cluster's poller").
+	role  string
 	log   *slog.Logger
 	retry time.Duration
 	// standby is set while this member waits for the lock (from the
-	// start); cleared while it polls, and for good when the poller stopped
-	// on an error (a rejected token), which Health then reports.
+	// start); cleared while it leads, and for good when the connection
+	// stopped on an error (a rejected token), which Health then reports.
 	standby atomic.Bool
 	// attempts counts tries of the lock (tests wait on it).
 	attempts atomic.Int64
 }
 
-// newElectedTelegram makes a standing-by elected adapter of a.
-func newElectedTelegram(a *telegram.Adapter, st *store.Store, log *slog.Logger) *electedTelegram {
-	e := &electedTelegram{Adapter: a, st: st, log: log.With("platform", "telegram"), retry: pollerRetry}
+func newElection(st *store.Store, lock, role string, log *slog.Logger) *election {
+	e := &election{st: st, lock: lock, role: role, log: log, retry: pollerRetry}
 	e.standby.Store(true)
 	return e
 }
 
-var _ platforms.HealthReporter = (*electedTelegram)(nil)
-
-// Run stands by until this member holds the poller lock, polls while it
-// does, and stands by again when it loses it, until ctx ends. A token
-// Telegram rejects ends it with that error, as the plain adapter's Run.
-func (e *electedTelegram) Run(ctx context.Context, in platforms.Inbound) error {
+// run stands by until this member holds the lock, runs connect while it
+// does, and stands by again when it loses it, until ctx ends. An error of
+// connect (a token the platform rejects) ends it.
+func (e *election) run(ctx context.Context, connect func(context.Context) error) error {
 	for {
-		l, ok, err := e.st.TryLeadership(ctx, pollerLock)
+		l, ok, err := e.st.TryLeadership(ctx, e.lock)
 		e.attempts.Add(1)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.log.Warn("telegram: could not try the poller lock; standing by", "err", err)
+			e.log.Warn("could not try the leadership lock; standing by", "lock", e.lock, "err", err)
 		case ok:
-			err := e.poll(ctx, l, in)
+			err := e.lead(ctx, l, connect)
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -80,8 +79,8 @@ func (e *electedTelegram) Run(ctx context.Context, in platforms.Inbound) error {
 	}
 }
 
-// poll runs the adapter while l is held; losing l cancels it at once.
-func (e *electedTelegram) poll(ctx context.Context, l *store.Leader, in platforms.Inbound) error {
+// lead runs connect while l is held; losing l cancels it at once.
+func (e *election) lead(ctx context.Context, l *store.Leader, connect func(context.Context) error) error {
 	defer l.Release()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -92,11 +91,11 @@ func (e *electedTelegram) poll(ctx context.Context, l *store.Leader, in platform
 		case <-rctx.Done():
 		}
 	}()
-	e.log.Info("telegram: this member is the cluster's poller")
+	e.log.Info("this member is " + e.role)
 	e.standby.Store(false)
-	err := e.Adapter.Run(rctx, in)
+	err := connect(rctx)
 	if ctx.Err() == nil && rctx.Err() != nil {
-		e.log.Warn("telegram: lost the poller lock; standing by")
+		e.log.Warn("lost the leadership lock; standing by", "lock", e.lock)
 		err = nil
 	}
 	if err == nil {
@@ -105,11 +104,65 @@ func (e *electedTelegram) poll(ctx context.Context, l *store.Leader, in platform
 	return err
 }
 
-// Health is the adapter's while this member polls; standing by is not a
-// fault.
-func (e *electedTelegram) Health() platforms.Health {
+// health is the connection's while this member leads; standing by is not
+// a fault.
+func (e *election) health(connected func() platforms.Health) platforms.Health {
 	if e.standby.Load() {
 		return platforms.Health{Standby: true}
 	}
-	return e.Adapter.Health()
+	return connected()
 }
+
+// electedTelegram is the Telegram adapter of a cluster member in polling
+// mode: it polls only while this member holds the poller lock. Every other
+// method is the embedded adapter's, so every optional interface it
+// implements stays visible to the runtime.
+type electedTelegram struct {
+	*telegram.Adapter
+	*election
+}
+
+// newElectedTelegram makes a standing-by elected adapter of a.
+func newElectedTelegram(a *telegram.Adapter, st *store.Store, log *slog.Logger) *electedTelegram {
+	return &electedTelegram{Adapter: a, election: newElection(st, pollerLock, "the cluster's Telegram poller", log.With("platform", "telegram"))}
+}
+
+var _ platforms.HealthReporter = (*electedTelegram)(nil)
+
+// Run polls while this member holds the poller lock, until ctx ends.
+func (e *electedTelegram) Run(ctx context.Context, in platforms.Inbound) error {
+	return e.run(ctx, func(ctx context.Context) error { return e.Adapter.Run(ctx, in) })
+}
+
+// Health is the adapter's while this member polls.
+func (e *electedTelegram) Health() platforms.Health { return e.health(e.Adapter.Health) }
+
+// discordShardLock is the leadership lock of the member that holds the
+// Discord gateway connection. hermesd runs a bot as one shard (shard 0 of
+// 1), so this is the one per-shard lock: every member connecting the
+// gateway would receive every event (the inbox would keep one copy of each
+// message, but the gateway work would be repeated on every member).
+const discordShardLock = "discord-shard-0"
+
+// electedDiscord is the Discord adapter of a cluster member: it holds the
+// gateway connection only while this member holds the shard's lock, and
+// sends its own sessions' replies (REST, from any member) always.
+type electedDiscord struct {
+	*discord.Adapter
+	*election
+}
+
+func newElectedDiscord(a *discord.Adapter, st *store.Store, log *slog.Logger) *electedDiscord {
+	return &electedDiscord{Adapter: a, election: newElection(st, discordShardLock, "the cluster's Discord gateway (shard 0)", log.With("platform", "discord"))}
+}
+
+var _ platforms.HealthReporter = (*electedDiscord)(nil)
+
+// Run holds the gateway connection while this member holds the shard's
+// lock, until ctx ends.
+func (e *electedDiscord) Run(ctx context.Context, in platforms.Inbound) error {
+	return e.run(ctx, func(ctx context.Context) error { return e.Adapter.Run(ctx, in) })
+}
+
+// Health is the adapter's while this member holds the gateway.
+func (e *electedDiscord) Health() platforms.Health { return e.health(e.Adapter.Health) }

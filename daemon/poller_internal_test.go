@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hermesd/hermesd/messages"
+	"github.com/hermesd/hermesd/platforms/discord"
+	"github.com/hermesd/hermesd/platforms/discord/discordtest"
 	"github.com/hermesd/hermesd/platforms/telegram"
 	"github.com/hermesd/hermesd/platforms/telegram/telegramtest"
 	"github.com/hermesd/hermesd/store"
@@ -144,5 +146,77 @@ func TestElectedTelegram_OnePollerAndHandOver(t *testing.T) {
 	}
 	if rec.has("a", "second") {
 		t.Error("a received a message after it lost the lock")
+	}
+}
+
+// Two members run one Discord bot through electedDiscord: only the shard
+// lock's holder connects the gateway (one IDENTIFY while both run), the
+// other stands by; when the holder loses the lock's connection it closes
+// the gateway and the other connects and receives the next message.
+func TestElectedDiscord_OneGatewayAndHandOver(t *testing.T) {
+	url := pgtest.New(t).NewDatabase(t)
+	dc := discordtest.NewServer(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	member := func() *electedDiscord {
+		st, err := store.Open(context.Background(), url, store.WithLogger(log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		a, err := discord.New(discord.Config{Token: "Bot " + discordtest.Token, APIURL: dc.URL},
+			discord.Deps{Gate: admitAll{}, Log: log, Dedup: inboxDedup{st}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newElectedDiscord(a, st, log)
+		e.retry = 50 * time.Millisecond
+		return e
+	}
+	a, b := member(), member()
+	rec := &received{got: map[string][]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var runs sync.WaitGroup
+	defer func() {
+		cancel()
+		runs.Wait()
+	}()
+	run := func(e *electedDiscord, name string) {
+		runs.Go(func() {
+			if err := e.Run(ctx, rec.inbound(name)); err != nil {
+				t.Errorf("%s: Run returned %v", name, err)
+			}
+		})
+	}
+	run(a, "a")
+	dc.WaitConnected(t)
+	run(b, "b")
+	waitUntil(t, 10*time.Second, "b tried the shard lock five times", func() bool { return b.attempts.Load() >= 5 })
+	if !b.Health().Standby || a.Health().Standby {
+		t.Fatalf("health a %+v, b %+v: want a connected and b standing by", a.Health(), b.Health())
+	}
+	dc.DM("300", "42", "first")
+	waitUntil(t, 10*time.Second, "a receives the first message", func() bool { return rec.has("a", "first") })
+	if n := dc.Identifies(); n != 1 {
+		t.Fatalf("%d gateway sessions while one member holds the shard, want 1", n)
+	}
+
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var ended int
+	if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&ended); err != nil || ended != 1 {
+		t.Fatalf("ended %d lock connections (%v), want 1", ended, err)
+	}
+	waitUntil(t, 10*time.Second, "b holds the gateway after a lost the lock", func() bool {
+		return !b.Health().Standby && dc.Identifies() == 2 && dc.Connected()
+	})
+	waitUntil(t, 5*time.Second, "a stands by after losing the lock", func() bool { return a.Health().Standby })
+	dc.DM("300", "42", "second")
+	waitUntil(t, 10*time.Second, "b receives the second message", func() bool { return rec.has("b", "second") })
+	if rec.has("a", "second") {
+		t.Error("a received a message after it lost the shard lock")
 	}
 }
