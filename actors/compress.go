@@ -45,13 +45,13 @@ type Conversations interface {
 	// done gets the conversation's context right after it (at most limit
 	// messages), read in the same transaction. A summary never moves back
 	// nor hides a pending input.
-	Compact(s messages.Session, conv, upto int64, summary string, limit int, done func(Loaded, error))
+	Compact(s messages.Session, f Fence, conv, upto int64, summary string, limit int, done func(Loaded, error))
 	// Undo deletes conv's last exchange: its last user message after the
 	// summary and what follows it, or only what follows it when dropUser
 	// is false. Queued like Compact; done gets how many messages were
 	// deleted and the context after. ErrNothingToUndo when there is no
 	// such exchange.
-	Undo(s messages.Session, conv int64, dropUser bool, limit int, done func(int, Loaded, error))
+	Undo(s messages.Session, f Fence, conv int64, dropUser bool, limit int, done func(int, Loaded, error))
 	// List returns the session's conversations that hold messages, newest
 	// first: only its own.
 	List(ctx context.Context, s messages.Session) ([]ConversationInfo, error)
@@ -368,7 +368,7 @@ func (a *session) handleCompressResult(c actor.Context, m *compressResult) {
 	cs, _ := a.conversations()
 	self, root := c.Self(), c.ActorSystem().Root
 	reply := &compacted{conv: m.conv, mark: a.appended, op: "compress", asker: asker, covered: m.covered}
-	cs.Compact(a.s, m.conv, m.upto, m.summary, a.rt.cfg.HistoryLimit, func(l Loaded, err error) {
+	cs.Compact(a.s, a.fence, m.conv, m.upto, m.summary, a.rt.cfg.HistoryLimit, func(l Loaded, err error) {
 		reply.loaded, reply.err = l, err
 		root.Send(self, reply)
 	})
@@ -435,7 +435,7 @@ func (a *session) undo(c actor.Context, m *messages.UserMessage, retry bool) {
 	}
 	self, root := c.Self(), c.ActorSystem().Root
 	reply := &compacted{conv: a.conv, mark: a.appended, op: op, asker: m}
-	cs.Undo(a.s, a.conv, !retry, a.rt.cfg.HistoryLimit, func(n int, l Loaded, err error) {
+	cs.Undo(a.s, a.fence, a.conv, !retry, a.rt.cfg.HistoryLimit, func(n int, l Loaded, err error) {
 		reply.removed, reply.loaded, reply.err = n, l, err
 		root.Send(self, reply)
 	})

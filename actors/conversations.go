@@ -36,14 +36,14 @@ func (a *session) title(c actor.Context, m *messages.UserMessage, arg string) {
 		a.reply(c, m, "This store cannot keep titles.")
 		return
 	}
-	s, conv, timeout := a.s, a.conv, a.rt.cfg.StoreTimeout
+	s, conv, timeout, f := a.s, a.conv, a.rt.cfg.StoreTimeout, a.fence
 	arg = strings.Join(strings.Fields(arg), " ") // one line
 	if utf8.RuneCountInString(arg) > maxTitle {
 		a.reply(c, m, fmt.Sprintf("A title is at most %d characters.", maxTitle))
 		return
 	}
 	goSend(c, func() any {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(WithFence(context.Background(), f), timeout)
 		defer cancel()
 		if arg != "" {
 			if err := cs.SetTitle(ctx, s, conv, arg); err != nil {
@@ -138,9 +138,9 @@ func (a *session) resume(c actor.Context, m *messages.UserMessage, arg string) {
 		a.reply(c, m, "⏳ I'm still answering; wait for the reply, or send /stop first.")
 		return
 	}
-	s, limit, timeout := a.s, a.rt.cfg.HistoryLimit, a.rt.cfg.StoreTimeout
+	s, limit, timeout, f := a.s, a.rt.cfg.HistoryLimit, a.rt.cfg.StoreTimeout, a.fence
 	goSend(c, func() any {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(WithFence(context.Background(), f), timeout)
 		defer cancel()
 		l, err := cs.Resume(ctx, s, n, limit)
 		if err != nil {

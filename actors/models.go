@@ -144,9 +144,9 @@ func (a *session) modelCommand(c actor.Context, m *messages.UserMessage, arg str
 		a.reply(c, m, text)
 		return
 	}
-	s, name, timeout := a.s, a.model, a.rt.cfg.StoreTimeout
+	s, name, timeout, f := a.s, a.model, a.rt.cfg.StoreTimeout, a.fence
 	goSend(c, func() any {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(WithFence(context.Background(), f), timeout)
 		defer cancel()
 		if err := saver.SaveModel(ctx, s, name); err != nil {
 			return &commandReply{m: m, text: text + " (It could not be saved and may be forgotten: " + err.Error() + ")"}

@@ -73,7 +73,7 @@ var (
 
 // SaveModel implements actors.ModelSaver.
 func (p persistence) SaveModel(ctx context.Context, s messages.Session, name string) error {
-	return p.st.SetSessionModel(ctx, s.Key(), name)
+	return fencedErr(p.st.SetSessionModel(withStoreFence(ctx), s.Key(), name))
 }
 
 // AddUsage implements actors.UsageBook.

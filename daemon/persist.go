@@ -101,18 +101,19 @@ func (p persistence) Context(ctx context.Context, s messages.Session, conv int64
 	return sum.Text, out, nil
 }
 
-func (p persistence) Compact(s messages.Session, conv, upto int64, summary string, limit int, done func(actors.Loaded, error)) {
-	p.st.CompactAsync(s.Key(), conv, upto, summary, limit, func(sum store.Summary, hist []store.Message, err error) {
+func (p persistence) Compact(s messages.Session, f actors.Fence, conv, upto int64, summary string, limit int, done func(actors.Loaded, error)) {
+	p.st.CompactAsync(s.Key(), store.Fence(f), conv, upto, summary, limit, func(sum store.Summary, hist []store.Message, err error) {
 		if err != nil {
-			done(actors.Loaded{}, err)
+			done(actors.Loaded{}, fencedErr(err))
 			return
 		}
 		done(loaded(sum, hist))
 	})
 }
 
-func (p persistence) Undo(s messages.Session, conv int64, dropUser bool, limit int, done func(int, actors.Loaded, error)) {
-	p.st.UndoAsync(s.Key(), conv, dropUser, limit, func(n int, sum store.Summary, hist []store.Message, err error) {
+func (p persistence) Undo(s messages.Session, f actors.Fence, conv int64, dropUser bool, limit int, done func(int, actors.Loaded, error)) {
+	p.st.UndoAsync(s.Key(), store.Fence(f), conv, dropUser, limit, func(n int, sum store.Summary, hist []store.Message, err error) {
+		err = fencedErr(err)
 		if errors.Is(err, store.ErrNotFound) {
 			err = fmt.Errorf("%w: %w", actors.ErrNothingToUndo, err)
 		}
@@ -180,7 +181,7 @@ func (p persistence) NewConversation(ctx context.Context, s messages.Session) (i
 }
 
 func (p persistence) SaveSettings(ctx context.Context, s messages.Session, v messages.VoiceMode, b messages.BusyPolicy) error {
-	ctx = store.WithFence(ctx, store.Fence(actors.FenceOf(ctx)))
+	ctx = withStoreFence(ctx)
 	if err := p.st.SetVoiceMode(ctx, s.Key(), v); err != nil {
 		return fencedErr(err)
 	}
@@ -229,11 +230,11 @@ func (p persistence) Title(ctx context.Context, s messages.Session, conv int64) 
 }
 
 func (p persistence) SetTitle(ctx context.Context, s messages.Session, conv int64, title string) error {
-	return p.st.SetTitle(ctx, s.Key(), conv, title)
+	return fencedErr(p.st.SetTitle(withStoreFence(ctx), s.Key(), conv, title))
 }
 
 func (p persistence) Resume(ctx context.Context, s messages.Session, conv int64, limit int) (actors.Loaded, error) {
-	if err := p.st.ResumeConversation(ctx, s.Key(), conv); err != nil {
+	if err := fencedErr(p.st.ResumeConversation(withStoreFence(ctx), s.Key(), conv)); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return actors.Loaded{}, fmt.Errorf("%w: %w", actors.ErrNoConversation, err)
 		}
@@ -244,4 +245,10 @@ func (p persistence) Resume(ctx context.Context, s messages.Session, conv int64,
 		return actors.Loaded{}, err
 	}
 	return loaded(sum, hist)
+}
+
+// withStoreFence carries the session's fence (actors.WithFence) to the store
+// (store.WithFence), which checks it inside the write.
+func withStoreFence(ctx context.Context) context.Context {
+	return store.WithFence(ctx, store.Fence(actors.FenceOf(ctx)))
 }

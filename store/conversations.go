@@ -46,14 +46,18 @@ func (s *Store) ConversationContext(ctx context.Context, key string, conv int64,
 // A summary never moves back: when the conversation already has one up to
 // upto or further, nothing is written. Nor does it hide a pending input's
 // row: upto is lowered below the oldest one. done is called exactly once,
-// as Settle's is.
-func (s *Store) CompactAsync(key string, conv, upto int64, text string, limit int, done func(Summary, []Message, error)) {
+// as Settle's is. A stale fence f fails it with ErrFenced and writes
+// nothing (the zero fence: unfenced).
+func (s *Store) CompactAsync(key string, f Fence, conv, upto int64, text string, limit int, done func(Summary, []Message, error)) {
 	var (
 		sum  Summary
 		msgs []Message
 	)
 	now := ms(s.now())
 	fn := func(x *wtx) error {
+		if err := x.checkFence(key, f); err != nil {
+			return err
+		}
 		upto := upto
 		conv, err := x.conversation(key, conv)
 		if err != nil {
@@ -90,14 +94,18 @@ func (s *Store) CompactAsync(key string, conv, upto int64, text string, limit in
 // Rows of pending inputs stay. done gets how many messages were deleted and
 // the context right after, read in the same transaction; an exchange hidden
 // by the summary cannot be undone, and a conversation with no user message
-// after it reports an error wrapping ErrNotFound. Queued like Settle.
-func (s *Store) UndoAsync(key string, conv int64, dropUser bool, limit int, done func(int, Summary, []Message, error)) {
+// after it reports an error wrapping ErrNotFound. Queued like Settle, and
+// fenced by f as CompactAsync is.
+func (s *Store) UndoAsync(key string, f Fence, conv int64, dropUser bool, limit int, done func(int, Summary, []Message, error)) {
 	var (
 		n    int
 		sum  Summary
 		msgs []Message
 	)
 	fn := func(x *wtx) error {
+		if err := x.checkFence(key, f); err != nil {
+			return err
+		}
 		n = 0
 		conv, err := x.conversation(key, conv)
 		if err != nil {
@@ -276,7 +284,7 @@ func (s *Store) SetTitle(ctx context.Context, key string, conv int64, title stri
 		return fmt.Errorf("set title: %w", err)
 	}
 	now := ms(s.now())
-	err := s.write(ctx, 1, func(x *wtx) error {
+	err := s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		conv, err := x.conversation(key, conv)
 		if err != nil {
 			return err
@@ -284,7 +292,7 @@ func (s *Store) SetTitle(ctx context.Context, key string, conv int64, title stri
 		_, err = x.exec(`INSERT INTO conversations(session_key, conversation, title, updated) VALUES (?, ?, ?, ?)
 			ON CONFLICT(session_key, conversation) DO UPDATE SET title = excluded.title, updated = excluded.updated`, key, conv, title, now)
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("set title of %s: %w", key, err)
 	}
@@ -299,7 +307,7 @@ func (s *Store) ResumeConversation(ctx context.Context, key string, conv int64) 
 	if _, err := parseKey(key); err != nil {
 		return fmt.Errorf("resume conversation: %w", err)
 	}
-	err := s.write(ctx, 1, func(x *wtx) error {
+	err := s.write(ctx, 1, fenced(ctx, key, func(x *wtx) error {
 		var n int
 		if err := x.queryRow(`SELECT count(*) FROM messages WHERE session_key = ? AND conversation = ?`, []any{&n}, key, conv); err != nil {
 			return err
@@ -309,7 +317,7 @@ func (s *Store) ResumeConversation(ctx context.Context, key string, conv int64) 
 		}
 		_, err := x.exec(`UPDATE sessions SET conversation = ? WHERE key = ?`, conv, key)
 		return err
-	})
+	}))
 	if err != nil {
 		return fmt.Errorf("resume conversation of %s: %w", key, err)
 	}

@@ -18,7 +18,7 @@ func compact(t *testing.T, s *store.Store, key string, upto int64, text string) 
 		err  error
 	}
 	ch := make(chan res, 1)
-	s.CompactAsync(key, 0, upto, text, 0, func(sum store.Summary, msgs []store.Message, err error) { ch <- res{sum, msgs, err} })
+	s.CompactAsync(key, store.Fence{}, 0, upto, text, 0, func(sum store.Summary, msgs []store.Message, err error) { ch <- res{sum, msgs, err} })
 	r := <-ch
 	if r.err != nil {
 		t.Fatalf("compact: %v", r.err)
@@ -33,7 +33,7 @@ func undo(s *store.Store, key string, dropUser bool) (int, []store.Message, erro
 		err  error
 	}
 	ch := make(chan res, 1)
-	s.UndoAsync(key, 0, dropUser, 0, func(n int, _ store.Summary, msgs []store.Message, err error) { ch <- res{n, msgs, err} })
+	s.UndoAsync(key, store.Fence{}, 0, dropUser, 0, func(n int, _ store.Summary, msgs []store.Message, err error) { ch <- res{n, msgs, err} })
 	r := <-ch
 	return r.n, r.msgs, r.err
 }

@@ -258,11 +258,29 @@ func TestFence_ContextFencesSessionWrites(t *testing.T) {
 			"PutJob": func(c context.Context) error {
 				return s.PutJob(c, store.Job{ID: "j", SessionKey: key, Schedule: "in 1m", Prompt: "p"})
 			},
+			"SetTitle":        func(c context.Context) error { return s.SetTitle(c, key, 0, "t") },
+			"SetSessionModel": func(c context.Context) error { return s.SetSessionModel(c, key, "spare") },
 		}
 		for name, w := range writes {
 			if err := w(mine); !errors.Is(err, store.ErrFenced) {
 				t.Errorf("%s under a stale fence: %v, want ErrFenced", name, err)
 			}
+		}
+		// /resume, compression and /undo of a session that lost its lease.
+		if err := s.ResumeConversation(mine, key, 1); !errors.Is(err, store.ErrFenced) {
+			t.Errorf("ResumeConversation under a stale fence: %v, want ErrFenced", err)
+		}
+		stale := store.Fence{Owner: "m1", Epoch: e1}
+		errc := make(chan error, 2)
+		s.CompactAsync(key, stale, 0, 1, "summary", 0, func(_ store.Summary, _ []store.Message, err error) { errc <- err })
+		s.UndoAsync(key, stale, 0, true, 0, func(_ int, _ store.Summary, _ []store.Message, err error) { errc <- err })
+		for range 2 {
+			if err := <-errc; !errors.Is(err, store.ErrFenced) {
+				t.Errorf("compaction or undo under a stale fence: %v, want ErrFenced", err)
+			}
+		}
+		if m, _ := s.SessionModel(ctx, key); m != "" {
+			t.Errorf("a stale /model write changed the model to %q", m)
 		}
 		rec, err := s.Session(ctx, key)
 		if err != nil || rec.VoiceMode != messages.VoiceOff || rec.BusyPolicy != messages.Interrupt || rec.Conversation != 1 {
