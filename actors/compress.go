@@ -143,6 +143,7 @@ type compacted struct {
 
 // Receive starts the work on Started and forwards its result.
 func (k *compressor) Receive(c actor.Context) {
+	rethrowWork(c.Message())
 	k.rt.fault(KindBackground, c)
 	switch m := c.Message().(type) {
 	case *actor.Started:

@@ -291,3 +291,28 @@ func TestTurn_OneLogLinePerTurn(t *testing.T) {
 		t.Fatalf("%d turn lines for one turn:\n%s", n, line)
 	}
 }
+
+// TestModelPanic_AnswersAndTheDaemonLives: a model client that panics on
+// its goroutine (goSend's work) does not end the process: the turn fails
+// as if it had panicked itself, the user is told, the input is settled,
+// and the session answers the next message.
+func TestModelPanic_AnswersAndTheDaemonLives(t *testing.T) {
+	m := modelFunc(func(ctx context.Context, req model.Request) (model.Response, error) {
+		if lastUser(req) == "boom" {
+			panic("the model client broke")
+		}
+		return model.Response{Message: model.Message{Content: "fine"}}, nil
+	})
+	h := startRuntime(t, m, testConfig())
+	s := webSession("panicky-model")
+	h.send(t, s, "m1", "boom")
+	got := h.rec.waitFor(t, "a reply to the panicked turn", lastFor("m1"))
+	if strings.Contains(got[0].d.GetText(), "fine") {
+		t.Fatalf("reply to a panicked turn: %s", describe(got))
+	}
+	h.send(t, s, "m2", "again")
+	if got := h.rec.waitFor(t, "the next message answered", lastFor("m2")); got[len(got)-1].d.GetText() != "fine" {
+		t.Fatalf("next reply: %s", describe(got))
+	}
+	waitOutcomes(t, h.persist, s, map[string]Outcome{"m1": Failed, "m2": Answered})
+}

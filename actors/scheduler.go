@@ -38,6 +38,7 @@ type schedulerDone struct {
 
 // Receive handles lifecycle first, then ticks.
 func (s *schedulerActor) Receive(c actor.Context) {
+	rethrowWork(c.Message())
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		iv := s.rt.cfg.SchedulerInterval

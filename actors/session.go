@@ -165,6 +165,7 @@ func newSession(rt *Runtime) actor.Actor {
 
 // Receive dispatches to the current behavior.
 func (a *session) Receive(c actor.Context) {
+	rethrowWork(c.Message())
 	a.rt.fault(KindSession, c)
 	switch c.Message().(type) {
 	case *actor.Stopping, *actor.Restarting:

@@ -77,6 +77,7 @@ const toolGrace = time.Second
 
 // Receive handles lifecycle first, then one handler per message.
 func (a *toolActor) Receive(c actor.Context) {
+	rethrowWork(c.Message())
 	a.rt.fault(KindTool, c)
 	switch m := c.Message().(type) {
 	case *actor.Started:

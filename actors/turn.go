@@ -84,6 +84,7 @@ type turn struct {
 
 // Receive handles lifecycle first, then one handler per message.
 func (t *turn) Receive(c actor.Context) {
+	rethrowWork(c.Message())
 	t.rt.fault(t.actorKind(), c)
 	switch m := c.Message().(type) {
 	case *actor.Started:
