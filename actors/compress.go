@@ -182,6 +182,8 @@ func (k *compressor) run(s messages.Session) *compressResult {
 		res.err = fmt.Errorf("summarise: %w", err)
 		return res
 	}
+	// Summarising is spent on the chat too: /usage counts it.
+	k.rt.bookUsage(s, k.rt.modelName(resp.Model, k.model), resp.Usage)
 	text := strings.TrimSpace(resp.Message.Content)
 	if text == "" {
 		res.err = errors.New("summarise: the model answered with nothing")

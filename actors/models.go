@@ -33,8 +33,10 @@ type UsageEntry struct {
 // UsageBook books and reads the tokens sessions spend. The store
 // implements it (daemon/persist.go).
 type UsageBook interface {
-	// AddUsage books one model call of s on the model named model.
-	AddUsage(ctx context.Context, s messages.Session, model string, u model.Usage) error
+	// AddUsage books one model call of s on the model named model without
+	// waiting: the booking is queued before it returns, and done gets its
+	// outcome.
+	AddUsage(s messages.Session, model string, u model.Usage, done func(error))
 	// Usage returns what s spent, per day and model, and today's date.
 	Usage(ctx context.Context, s messages.Session) (entries []UsageEntry, today string, err error)
 }
@@ -67,18 +69,19 @@ func (rt *Runtime) modelName(answered, chosen string) string {
 	return rt.cfg.ModelName
 }
 
-// bookUsage records one model call's tokens. It runs on the call's own
-// goroutine and waits for the store: usage spent by a turn that is being
-// cancelled is still spent.
-func (rt *Runtime) bookUsage(ctx context.Context, s messages.Session, name string, u model.Usage) {
+// bookUsage records one model call's tokens. The caller's answer never
+// waits for the store, yet the booking is queued before the turn's
+// settlement, so a /usage sent after the reply sees it; usage spent by a
+// turn that is being cancelled is still spent.
+func (rt *Runtime) bookUsage(s messages.Session, name string, u model.Usage) {
 	if rt.usage == nil || u == (model.Usage{}) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.cfg.StoreTimeout)
-	defer cancel()
-	if err := rt.usage.AddUsage(ctx, s, name, u); err != nil {
-		rt.log.Warn("book model usage", "session", s.Key(), "model", name, "err", err)
-	}
+	rt.usage.AddUsage(s, name, u, func(err error) {
+		if err != nil {
+			rt.log.Warn("book model usage", "session", s.Key(), "model", name, "err", err)
+		}
+	})
 }
 
 // fallbackNotice is the line added to a reply a fallback model wrote.

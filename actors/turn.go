@@ -166,7 +166,7 @@ func (t *turn) callModel(c actor.Context) {
 		}
 		resp, err := m.Complete(ctx, req)
 		if err == nil {
-			rt.bookUsage(ctx, s, rt.modelName(resp.Model, req.Model), resp.Usage)
+			rt.bookUsage(s, rt.modelName(resp.Model, req.Model), resp.Usage)
 		}
 		return &modelDone{resp: resp, err: err, extra: extra}
 	})

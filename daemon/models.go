@@ -77,8 +77,8 @@ func (p persistence) SaveModel(ctx context.Context, s messages.Session, name str
 }
 
 // AddUsage implements actors.UsageBook.
-func (p persistence) AddUsage(ctx context.Context, s messages.Session, name string, u model.Usage) error {
-	return p.st.AddUsage(ctx, s.Key(), name, u.PromptTokens, u.CompletionTokens)
+func (p persistence) AddUsage(s messages.Session, name string, u model.Usage, done func(error)) {
+	p.st.AddUsageAsync(s.Key(), name, u.PromptTokens, u.CompletionTokens, done)
 }
 
 // Usage implements actors.UsageBook.

@@ -31,18 +31,34 @@ func (s *Store) AddUsage(ctx context.Context, key, model string, tokensIn, token
 	if tokensIn < 0 || tokensOut < 0 {
 		return fmt.Errorf("add usage: %w: negative tokens", ErrInvalid)
 	}
+	if err := s.write(ctx, 1, s.usageOp(key, model, tokensIn, tokensOut)); err != nil {
+		return fmt.Errorf("add usage of %s: %w", key, err)
+	}
+	return nil
+}
+
+// AddUsageAsync books as AddUsage does, without waiting: the write is queued
+// before it returns (so it commits before any write queued after it, such as
+// the settlement of the turn that spent the tokens), and done gets its
+// outcome once.
+func (s *Store) AddUsageAsync(key, model string, tokensIn, tokensOut int, done func(error)) {
+	if tokensIn < 0 || tokensOut < 0 {
+		go done(fmt.Errorf("add usage of %s: %w: negative tokens", key, ErrInvalid))
+		return
+	}
+	s.queue(key, "add usage of", s.usageOp(key, model, tokensIn, tokensOut), done)
+}
+
+// usageOp adds one call's tokens to the session's row of today and model.
+func (s *Store) usageOp(key, model string, tokensIn, tokensOut int) opFunc {
 	day := usageDay(s.now())
-	err := s.write(ctx, 1, func(x *wtx) error {
+	return func(x *wtx) error {
 		_, err := x.exec(`INSERT INTO usage(session_key, day, model, calls, tokens_in, tokens_out) VALUES (?, ?, ?, 1, ?, ?)
 			ON CONFLICT(session_key, day, model) DO UPDATE SET calls = usage.calls + 1,
 			tokens_in = usage.tokens_in + excluded.tokens_in, tokens_out = usage.tokens_out + excluded.tokens_out`,
 			key, day, model, tokensIn, tokensOut)
 		return err
-	})
-	if err != nil {
-		return fmt.Errorf("add usage of %s: %w", key, err)
 	}
-	return nil
 }
 
 // Usage returns everything the session spent, per day and model, oldest

@@ -94,3 +94,30 @@ func testSessionModel_PersistsAcrossReopen(t *testing.T, newDB func(testing.TB) 
 		t.Errorf("other settings kept: %+v %v", rec, err)
 	}
 }
+
+// AddUsageAsync queues the booking before it returns: a write queued after
+// it (here a synchronous one) commits after it, so once that one returned
+// the booking is read back; bad input is refused through done.
+func TestUsage_AsyncBookingIsQueuedInOrder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, newDB func(testing.TB) string) {
+		st := mustOpen(t, newDB(t))
+		ctx := context.Background()
+		const key = "telegram:dm:44"
+		done := make(chan error, 2)
+		st.AddUsageAsync(key, "main", 10, 2, func(err error) { done <- err })
+		if err := st.SetVoiceMode(ctx, key, "tts"); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := st.Usage(ctx, key)
+		if err != nil || len(rows) != 1 || rows[0].TokensIn != 10 || rows[0].TokensOut != 2 {
+			t.Fatalf("after a later write: %+v, %v", rows, err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		st.AddUsageAsync(key, "main", -1, 0, func(err error) { done <- err })
+		if err := <-done; !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("negative tokens: %v", err)
+		}
+	})
+}
