@@ -457,7 +457,7 @@ func (a *session) retry(c actor.Context, m *messages.UserMessage) {
 	// Clipped: a running background turn may still be reading the array.
 	a.history = slices.Clip(a.history[:n-1])
 	a.appended-- // it comes back with the turn's answer
-	a.startTurn(c, []*messages.UserMessage{{SessionKey: m.GetSessionKey(), MessageId: m.GetMessageId(),
+	a.startTurn(c, []*messages.UserMessage{{SessionKey: a.s.Key(), MessageId: m.GetMessageId(),
 		SenderId: m.GetSenderId(), Text: last.Content, ReceivedUnixMs: m.GetReceivedUnixMs()}})
 }
 

@@ -562,7 +562,7 @@ func (a *session) cancelTurn(c actor.Context, why string) {
 	t := a.endTurn(c, why)
 	a.closeDraft(c, t, false)
 	a.logger().Info("turn", "turn", t.id, "outcome", why, "duration", time.Since(t.started).Round(time.Millisecond),
-		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName)
+		"inputs", len(t.inputs), "model", a.currentModel())
 }
 
 func (a *session) handleTyping(c actor.Context, m *typingTick) {
@@ -598,7 +598,7 @@ func (a *session) handleTurnDone(c actor.Context, m *turnDone) {
 	t := a.endTurn(c, outcome)
 	a.visionNoticed = a.visionNoticed || m.visionNoticed
 	a.logger().Info("turn", "turn", t.id, "outcome", outcome, "duration", time.Since(t.started).Round(time.Millisecond),
-		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
+		"inputs", len(t.inputs), "model", a.currentModel(), "tokens_in", m.tokensIn, "tokens_out", m.tokensOut)
 	// Steer messages the turn could not use are answered by a turn of their
 	// own, not settled with this one.
 	inputs := slices.DeleteFunc(slices.Clone(t.inputs), func(in *messages.UserMessage) bool {
@@ -650,7 +650,7 @@ func (a *session) handleTurnExpired(c actor.Context, m *turnExpired) {
 	}
 	t := a.endTurn(c, "timeout")
 	a.logger().Warn("turn", "turn", t.id, "outcome", "timeout", "duration", time.Since(t.started).Round(time.Millisecond),
-		"inputs", len(t.inputs), "model", a.rt.cfg.ModelName, "limit", a.rt.cfg.TurnTimeout)
+		"inputs", len(t.inputs), "model", a.currentModel(), "limit", a.rt.cfg.TurnTimeout)
 	expired := textReply(timeoutText(a.rt.cfg.TurnTimeout), t.inputs, originTurn)
 	a.closeDraft(c, t, true)
 	finalFor(t, expired)
