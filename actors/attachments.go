@@ -33,12 +33,7 @@ func writeAttachment(b *strings.Builder, a *messages.Attachment, vision bool) {
 	case a.GetProblem() != "":
 		fmt.Fprintf(b, "[attachment: %s %q, %s, %d bytes — not read: %s]", a.GetKind(), a.GetName(), a.GetMimeType(), a.GetSize(), a.GetProblem())
 	case a.GetKind() == "document" && a.GetText() != "":
-		// The document is data from the user, delimited so its text is not
-		// mistaken for the user's own words or for instructions.
-		fmt.Fprintf(b, "[document: %s]\n%s\n[end of document: %s]", a.GetName(), a.GetText(), a.GetName())
-		if a.GetTruncated() {
-			fmt.Fprintf(b, "\n[the document is longer: only its first %d characters are shown above]", len([]rune(a.GetText())))
-		}
+		b.WriteString(messages.DocumentText(a))
 	case a.GetKind() == "photo" && a.GetSha256() != "" && !vision:
 		fmt.Fprintf(b, "[attachment: photo %q, %s, %d bytes — this model cannot see images; the user has been told]", a.GetName(), a.GetMimeType(), a.GetSize())
 	default:

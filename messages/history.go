@@ -3,6 +3,7 @@ package messages
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // HistoryText is what a conversation keeps of m for the turns after the one
@@ -24,14 +25,25 @@ func HistoryText(m *UserMessage) string {
 		}
 		switch {
 		case kind == "document" && a.GetText() != "" && a.GetProblem() == "":
-			// Delimited, as the turn delimits it, so a document's text is
-			// not taken for the user's own words.
-			fmt.Fprintf(&b, "[document: %s]\n%s\n[end of document: %s]", a.GetName(), a.GetText(), a.GetName())
+			b.WriteString(DocumentText(a))
 		case kind == "photo":
 			fmt.Fprintf(&b, "[the user sent a photo %q]", a.GetName())
 		default:
 			fmt.Fprintf(&b, "[the user sent a file %q, %s]", a.GetName(), a.GetMimeType())
 		}
+	}
+	return b.String()
+}
+
+// DocumentText is a document's extracted text as the model reads it, in
+// the turn that carries it and in later ones: delimited, so that its text
+// is not taken for the user's own words or for instructions, and saying
+// where it was cut.
+func DocumentText(a *Attachment) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[document: %s]\n%s\n[end of document: %s]", a.GetName(), a.GetText(), a.GetName())
+	if a.GetTruncated() {
+		fmt.Fprintf(&b, "\n[the document is longer: only its first %d characters are shown above]", utf8.RuneCountInString(a.GetText()))
 	}
 	return b.String()
 }
