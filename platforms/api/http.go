@@ -34,20 +34,14 @@ func (a *Adapter) Routes(mux *http.ServeMux, replyTimeout time.Duration) {
 }
 
 func (a *Adapter) handleModels(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelInfo{{ID: a.model, Object: "model", OwnedBy: "hermesd"}}})
+	web.WriteJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelInfo{{ID: a.model, Object: "model", OwnedBy: "hermesd"}}})
 }
 
 // writeError answers in OpenAI's error shape, which its clients show.
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
 	var b errorBody
 	b.Error.Message, b.Error.Type, b.Error.Code = msg, typ, code
-	writeJSON(w, status, b)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	web.WriteJSON(w, status, b)
 }
 
 // sessionID turns the name a client gave its conversation into a chat id:
@@ -169,7 +163,7 @@ func (a *Adapter) handleCompletions(w http.ResponseWriter, r *http.Request, time
 					writeError(w, http.StatusServiceUnavailable, "server_error", "overflow", "the answer outran this request; it is in the session's history")
 					return
 				}
-				writeJSON(w, http.StatusOK, ans.completion())
+				web.WriteJSON(w, http.StatusOK, ans.completion())
 				return
 			}
 			if ev.delivery != nil {

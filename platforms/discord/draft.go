@@ -219,13 +219,10 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 		if st == nil || st.id != d.GetId() {
 			return nil
 		}
-		if st.msg == "" {
-			// Its post did not finish: there is nothing known to take
-			// down, and the next draft starts afresh.
-			a.record(ctx, key, nil)
-			return nil
-		}
 		a.record(ctx, key, nil)
+		if st.msg == "" {
+			return nil // its post did not finish: nothing known to take down
+		}
 		_, err := a.do(ctx, request{op: "delete draft", method: http.MethodDelete,
 			url: discordgo.EndpointChannelMessage(ch, st.msg), attempts: 1, log: log})
 		if err != nil && errorStatus(err) != http.StatusNotFound {

@@ -95,5 +95,5 @@ func (a *Adapter) handleHistory(w http.ResponseWriter, r *http.Request) {
 		out.Before = msgs[0].ID
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 }

@@ -103,10 +103,11 @@ type APIError struct {
 
 // WriteError answers with status and a JSON error body.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, APIError{APIErrorBody{code, msg}})
+	WriteJSON(w, status, APIError{APIErrorBody{code, msg}})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers with status and v as a JSON body.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
@@ -152,7 +153,7 @@ func (a *Adapter) handleChat(w http.ResponseWriter, r *http.Request, timeout tim
 		return // the client left
 	}
 	if replies, ok := a.submit(w, r, s, um, timeout); ok {
-		writeJSON(w, http.StatusOK, chatResponse{Replies: replies})
+		WriteJSON(w, http.StatusOK, chatResponse{Replies: replies})
 	}
 }
 
@@ -187,9 +188,7 @@ func (a *Adapter) submit(w http.ResponseWriter, r *http.Request, s messages.Sess
 	case <-t.C:
 		// The turn goes on; its replies still reach the event stream.
 		replies := a.collect(msgID, wt)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusGatewayTimeout)
-		_ = json.NewEncoder(w).Encode(struct {
+		WriteJSON(w, http.StatusGatewayTimeout, struct {
 			Error   APIErrorBody `json:"error"`
 			Replies []Reply      `json:"replies"`
 		}{APIErrorBody{"timeout", fmt.Sprintf("no complete answer within %s; later replies arrive on /api/chat/%s/events", timeout, s.ChatID())}, replies})

@@ -98,6 +98,6 @@ func (a *Adapter) handleVoice(w http.ResponseWriter, r *http.Request, timeout ti
 		Attachments: []*messages.Attachment{{Kind: "voice", Name: "voice" + kind.ext, MimeType: mt, Size: int64(len(b))}},
 	}, timeout)
 	if ok {
-		writeJSON(w, http.StatusOK, voiceAnswer{Transcript: text, Replies: replies})
+		WriteJSON(w, http.StatusOK, voiceAnswer{Transcript: text, Replies: replies})
 	}
 }
