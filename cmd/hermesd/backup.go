@@ -205,6 +205,10 @@ func restore(ctx context.Context, args []string, w io.Writer, env func(string) (
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
+	// With the state in PostgreSQL the restored file would never be read.
+	if cfg.DatabaseURL != "" {
+		return fmt.Errorf("restore: HERMES_DATABASE_URL is set: %w", store.ErrBackupPostgres)
+	}
 	if daemonAnswers(ctx, cfg.HTTPAddr) {
 		return fmt.Errorf("restore: hermesd is running on %s; stop it first (restoring under a running daemon would lose writes)", cfg.HTTPAddr)
 	}
@@ -344,7 +348,11 @@ func extract(file, dir string) (manifest, error) {
 func daemonAnswers(ctx context.Context, addr string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	base, err := daemonURL(addr)
+	if err != nil {
+		return false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
 	if err != nil {
 		return false
 	}

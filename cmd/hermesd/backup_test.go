@@ -258,3 +258,34 @@ func TestBackup_RefusesPostgresNamingPgDump(t *testing.T) {
 		t.Fatal("backup wrote an archive anyway")
 	}
 }
+
+// restore refuses too: the SQLite file it would write is not where a
+// PostgreSQL-configured daemon keeps its state, and nothing is replaced.
+func TestRestore_RefusesPostgres(t *testing.T) {
+	home, env := testEnv(t, map[string]string{"HERMES_DATABASE_URL": "postgres://hermes@127.0.0.1:1/hermes"})
+	_, _, err := runCmd(t, env, "restore", filepath.Join(t.TempDir(), "any.tar.gz"))
+	if err == nil || !strings.Contains(err.Error(), "pg_dump") {
+		t.Fatalf("restore with a PostgreSQL store: %v, want a refusal naming pg_dump", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "hermesd.db")); err == nil {
+		t.Fatal("restore wrote a database anyway")
+	}
+}
+
+// The CLI asks a daemon listening on every address at the local one.
+func TestDaemonURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		":7600":          "http://127.0.0.1:7600",
+		"0.0.0.0:7600":   "http://127.0.0.1:7600",
+		"[::]:7600":      "http://127.0.0.1:7600",
+		"127.0.0.1:7601": "http://127.0.0.1:7601",
+		"[::1]:7602":     "http://[::1]:7602",
+	} {
+		if got, err := daemonURL(addr); err != nil || got != want {
+			t.Errorf("daemonURL(%q) = %q, %v; want %q", addr, got, err, want)
+		}
+	}
+	if _, err := daemonURL("7600"); err == nil {
+		t.Error("daemonURL accepted an address without a port")
+	}
+}

@@ -27,16 +27,13 @@ func health(ctx context.Context, args []string, w io.Writer, env func(string) (s
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	host, port, err := net.SplitHostPort(cfg.HTTPAddr)
+	base, err := daemonURL(cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("HERMES_HTTP_ADDR: %w", err)
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1" // bound to every address: ask the local one
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return err
 	}
@@ -51,4 +48,18 @@ func health(ctx context.Context, args []string, w io.Writer, env func(string) (s
 	}
 	fmt.Fprint(w, string(body))
 	return nil
+}
+
+// daemonURL is the base URL the CLI reaches the running daemon at, from
+// HERMES_HTTP_ADDR: a listener bound to every address (":7600",
+// "0.0.0.0:7600") is asked on the local one.
+func daemonURL(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("HERMES_HTTP_ADDR: %w", err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
 }

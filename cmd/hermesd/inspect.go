@@ -29,7 +29,11 @@ func apiGet(ctx context.Context, env func(string) (string, bool), path string, v
 func apiCall(ctx context.Context, cfg config.Config, method, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+cfg.HTTPAddr+path, nil)
+	base, err := daemonURL(cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
 	if err != nil {
 		return err
 	}
