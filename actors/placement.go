@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -116,29 +117,36 @@ const routeTimeout = 30 * time.Second
 // (a session answers once it is loaded and owns its key). Every member does
 // this at start; a session resumed twice has nothing to do the second time.
 func (rt *Runtime) recoverOwedPlaced(keys []string) {
+	rt.resumeOwed(keys, routeTimeout, slog.LevelError)
+}
+
+// resumeOwed asks each session of keys to resume, at most
+// RecoveryConcurrency at a time, each route bounded by timeout; a failure
+// is logged at level. It returns when every route ended or the runtime
+// stops.
+func (rt *Runtime) resumeOwed(keys []string, timeout time.Duration, level slog.Level) {
 	n := rt.cfg.RecoveryConcurrency
 	if n <= 0 {
 		n = 32
 	}
 	slots := make(chan struct{}, n)
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, key := range keys {
 		select {
 		case slots <- struct{}{}:
 		case <-rt.ctx.Done():
-			wg.Wait()
 			return
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			ctx, cancel := context.WithTimeout(rt.ctx, routeTimeout)
+			ctx, cancel := context.WithTimeout(rt.ctx, timeout)
 			defer cancel()
 			if err := rt.route(ctx, key, &resumeSession{key: key}); err != nil && rt.ctx.Err() == nil {
-				rt.log.Error("resume a session that owes work", "session", key, "err", err)
+				rt.log.Log(rt.ctx, level, "resume a session that owes work", "session", key, "err", err)
 			}
 		})
 	}
-	wg.Wait()
 }
 
 // grains are the sessions this member holds in cluster mode, by key: the
@@ -314,18 +322,9 @@ func (rt *Runtime) sweepOwed(interval time.Duration) {
 			rt.log.Warn("find sessions that owe work", "err", err)
 			continue
 		}
-		var wg sync.WaitGroup
-		slots := make(chan struct{}, 8)
-		for _, key := range keys {
-			slots <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-slots }()
-				ctx, cancel := context.WithTimeout(rt.ctx, interval)
-				defer cancel()
-				_ = rt.route(ctx, key, &resumeSession{key: key})
-			})
-		}
-		wg.Wait()
+		// Quietly: a session that cannot be reached now is tried again
+		// at the next sweep.
+		rt.resumeOwed(keys, interval, slog.LevelDebug)
 	}
 }
 
