@@ -127,21 +127,31 @@ func (a *session) handleStartBackground(c actor.Context, m *startBackground) {
 		}
 	}
 	t.inputs = []*messages.UserMessage{{Text: prompt}}
-	pid, err := c.SpawnNamed(a.rt.turnProps(t), fmt.Sprintf("%s-%d", m.kind, a.turnSeq))
+	if !a.spawnBackground(c, m.kind, a.rt.turnProps(t), cancel) {
+		return
+	}
+	if m.answers != nil {
+		a.reply(c, m.answers, "⏳ Working on it in the background; the result will arrive here.")
+	}
+}
+
+// spawnBackground spawns props as the background child a.turnSeq of kind,
+// whose context cancel ends, and holds a slot for it until it reports, dies
+// or outlives TurnTimeout (bgGone). It reports whether the child started.
+func (a *session) spawnBackground(c actor.Context, kind turnKind, props *actor.Props, cancel context.CancelFunc) bool {
+	pid, err := c.SpawnNamed(props, fmt.Sprintf("%s-%d", kind, a.turnSeq))
 	if err != nil {
 		cancel()
-		a.logger().Error("spawn background turn", "kind", m.kind, "err", err)
-		return
+		a.logger().Error("spawn background child", "kind", kind, "err", err)
+		return false
 	}
 	if a.bg == nil {
 		a.bg = make(map[uint64]*bgTurn)
 	}
 	id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
-	a.bg[id] = &bgTurn{pid: pid, cancel: cancel, kind: m.kind, conv: a.conv,
+	a.bg[id] = &bgTurn{pid: pid, cancel: cancel, kind: kind, conv: a.conv,
 		expiry: time.AfterFunc(a.rt.cfg.TurnTimeout+turnGrace, func() { sys.Root.Send(self, &bgGone{turn: id, why: "timed out"}) })}
-	if m.answers != nil {
-		a.reply(c, m.answers, "⏳ Working on it in the background; the result will arrive here.")
-	}
+	return true
 }
 
 // endBackground forgets background child id and starts what waited for its

@@ -325,18 +325,9 @@ func (a *session) maybeCompress(c actor.Context, asker *messages.UserMessage) {
 	k := &compressor{rt: a.rt, ctx: ctx, id: a.turnSeq, conv: a.conv, session: c.Self(), store: cs, forced: asker != nil, model: a.model}
 	props := a.rt.instrument(KindBackground, actor.PropsFromProducer(func() actor.Actor { k := *k; return &k },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, a.rt.stopChild))))
-	pid, err := c.SpawnNamed(props, fmt.Sprintf("%s-%d", kindCompress, a.turnSeq))
-	if err != nil {
-		cancel()
-		a.logger().Error("spawn compressor", "err", err)
+	if !a.spawnBackground(c, kindCompress, props, cancel) {
 		return
 	}
-	if a.bg == nil {
-		a.bg = make(map[uint64]*bgTurn)
-	}
-	id, self, sys := a.turnSeq, c.Self(), c.ActorSystem()
-	a.bg[id] = &bgTurn{pid: pid, cancel: cancel, kind: kindCompress, conv: a.conv,
-		expiry: time.AfterFunc(a.rt.cfg.TurnTimeout+turnGrace, func() { sys.Root.Send(self, &bgGone{turn: id, why: "timed out"}) })}
 	a.compressAsker = asker
 	a.logger().Info("compressing conversation", "context", a.contextSize().String())
 }
