@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -276,7 +275,7 @@ func (a *Adapter) describeAttachments(ctx context.Context, log *slog.Logger, m *
 		log.Warn("voice message too large to transcribe", "bytes", voiceAtt.Size, "limit", a.cfg.MaxInboundBytes)
 		return noticeVoiceTooLarge
 	}
-	audio, err := a.download(ctx, voiceAtt.URL)
+	audio, err := a.download(ctx, voiceAtt.URL, a.cfg.MaxInboundBytes)
 	if err != nil {
 		log.Warn("download voice message", "err", err)
 		return noticeVoiceDownload
@@ -310,33 +309,8 @@ func attachmentKind(att *discordgo.MessageAttachment) string {
 	return "document"
 }
 
-// errTooLarge is returned by download for files over MaxInboundBytes.
+// errTooLarge is returned by download for a file over its limit.
 var errTooLarge = errors.New("attachment over the size limit")
-
-// download fetches an attachment (Discord's CDN needs no token), refusing
-// anything over MaxInboundBytes.
-func (a *Adapter) download(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("discord: download attachment: %w", err)
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("discord: download attachment: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("discord: download attachment: HTTP %s", resp.Status)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, a.cfg.MaxInboundBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("discord: download attachment: %w", err)
-	}
-	if int64(len(data)) > a.cfg.MaxInboundBytes {
-		return nil, fmt.Errorf("discord: download attachment: %w (%d bytes)", errTooLarge, a.cfg.MaxInboundBytes)
-	}
-	return data, nil
-}
 
 // notify posts a short text (a gate's answer, an Inbound refusal) as a reply
 // to the message it concerns. Failures are only logged: the user's message

@@ -42,7 +42,7 @@ func (a *Adapter) ingestAttachments(ctx context.Context, log *slog.Logger, m *di
 			ing.TooLarge(desc, size)
 			continue
 		}
-		data, err := a.downloadCapped(ctx, att.URL, ing.MaxBytes())
+		data, err := a.download(ctx, att.URL, ing.MaxBytes())
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -61,9 +61,9 @@ func (a *Adapter) ingestAttachments(ctx context.Context, log *slog.Logger, m *di
 	return nil
 }
 
-// downloadCapped fetches an attachment from Discord's CDN (no token
+// download fetches an attachment from Discord's CDN (no token
 // needed), refusing more than limit bytes whatever the message declared.
-func (a *Adapter) downloadCapped(ctx context.Context, url string, limit int64) ([]byte, error) {
+func (a *Adapter) download(ctx context.Context, url string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("discord: download attachment: %w", err)
