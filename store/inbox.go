@@ -83,6 +83,15 @@ type PendingInput struct {
 // session that restarts after a crash of its actor (not of the process)
 // loads what its previous incarnation wrote.
 func (s *Store) Barrier(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("barrier: %w", ErrClosed)
+	}
+	if s.w.settled() {
+		// Nothing is queued or committing: no transaction to wait for. A
+		// session activating while the store is quiet (a move, a restart)
+		// saves a commit's round trip.
+		return nil
+	}
 	if err := s.write(ctx, 1, func(*wtx) error { return nil }); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
