@@ -68,7 +68,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if o.child {
-		return runChild(ctx, o, stdin, stdout)
+		// The report goes to file descriptor 3, a pipe from the parent: a
+		// library in the bot may print to stdout (protoactor's cluster
+		// prints a banner).
+		report := os.NewFile(reportFD, "report")
+		defer report.Close()
+		return runChild(ctx, o, stdin, report)
 	}
 	if o.driverProf != "" {
 		stop, err := startCPUProfile(o.driverProf)
