@@ -131,3 +131,17 @@ func TestLedger_FailoverOfTheKilledMembersSessions(t *testing.T) {
 		t.Errorf("duplicates %d, want 1", l.duplicates)
 	}
 }
+
+func TestPauseOf_SpreadsConversationsApart(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for id := range 10 {
+		p := pauseOf(&conv{id: id}, time.Second)
+		if p < time.Second/2 || p > 3*time.Second/2 {
+			t.Errorf("conversation %d pauses %v, want 0.5–1.5 s", id, p)
+		}
+		seen[p] = true
+	}
+	if len(seen) != 5 {
+		t.Errorf("%d distinct pauses over 10 conversations, want 5", len(seen))
+	}
+}

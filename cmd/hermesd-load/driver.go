@@ -64,18 +64,12 @@ func runLoad(ctx context.Context, o options, stderr io.Writer) (_ *result, err e
 	defer bots.close()
 	defer func() { _, _ = bots.stop() }() // on early returns; each stops once
 
-	// A bot that exits on its own ends the waits below at once (a killed
-	// member ends nothing: drive goes on).
+	// A bot that exits on its own (not killed by -kill-after) ends the
+	// waits below and the load at once.
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	bots.watch(lctx, cancel)
 	wctx, cancelWait := context.WithTimeout(lctx, o.connect)
-	go func() {
-		select {
-		case <-bots.exited(wctx):
-			cancelWait()
-		case <-wctx.Done():
-		}
-	}()
 	if hermesd && (o.ingress == "webhook" || o.members > 1) {
 		err = bots.waitReady(wctx)
 	} else {
@@ -197,7 +191,7 @@ func drive(ctx context.Context, fake platformFake, l *ledger, o options, kill fu
 				continue
 			}
 			scheduled++
-			time.AfterFunc(o.pause, func() { due <- c })
+			time.AfterFunc(pauseOf(c, o.pause), func() { due <- c })
 		}
 		return nil
 	}
@@ -262,6 +256,14 @@ loop:
 		}
 	}
 	return nil
+}
+
+// pauseOf is conversation c's pause before its next message: from half of
+// pause to one and a half times it, by conversation, so that conversations
+// started together drift apart instead of sending in waves (a kill would
+// otherwise fall between waves, with no message waiting).
+func pauseOf(c *conv, pause time.Duration) time.Duration {
+	return pause/2 + pause*time.Duration(c.id%5)/4
 }
 
 type killResult struct {

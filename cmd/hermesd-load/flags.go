@@ -93,7 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.killAfter, "kill-after", 0, "with -members > 1: this long into the load, kill -9 the member holding the most sessions and report the failover")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 0, "with -members > 1: HERMES_CLUSTER_LEASE_TTL, how long a dead member's sessions stay fenced (0: hermesd's default)")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 0, "with -members > 1: HERMES_CLUSTER_REQUEST_TIMEOUT (0: hermesd's default)")
-	fs.DurationVar(&o.pause, "pause", 0, "a user's pause between an answer and the next message (0: at once)")
+	fs.DurationVar(&o.pause, "pause", 0, "a user's pause between an answer and the next message, from half of it to 1.5 times it by conversation (0: at once)")
 	fs.BoolVar(&o.child, "child", false, "internal: run only the bot, against the fakes of the parent process")
 	fs.StringVar(&o.apiURL, "api-url", "", "internal (-child): the fake platform's base URL")
 	fs.StringVar(&o.token, "token", "", "internal (-child): the bot token the fake accepts")

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,7 +24,7 @@ type member struct {
 	proc     *botProc
 	httpAddr string // HERMES_HTTP_ADDR: /readyz, /api/cluster ("" for the echo bot)
 	hookAddr string // TELEGRAM_WEBHOOK_LISTEN ("" when polling)
-	killed   bool
+	killed   atomic.Bool
 }
 
 // fleet is the bots of one run and, with webhooks, the balancer in front of
@@ -111,20 +112,20 @@ func startFleet(ctx context.Context, o options, spec botSpec, dbURL string, stde
 	return f, nil
 }
 
-// exited is closed when any bot stopped (by itself, or killed).
-func (f *fleet) exited(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{})
-	var once sync.Once
+// watch calls stopped once a member that was not killed exits, until ctx
+// ends.
+func (f *fleet) watch(ctx context.Context, stopped func()) {
 	for _, m := range f.members {
 		go func() {
 			select {
 			case <-m.proc.exited:
-				once.Do(func() { close(ch) })
+				if !m.killed.Load() {
+					stopped()
+				}
 			case <-ctx.Done():
 			}
 		}()
 	}
-	return ch
 }
 
 // stoppedEarly says whether a member that was not killed has stopped.
@@ -132,7 +133,7 @@ func (f *fleet) stoppedEarly() bool {
 	for _, m := range f.members {
 		select {
 		case <-m.proc.exited:
-			if !m.killed {
+			if !m.killed.Load() {
 				return true
 			}
 		default:
@@ -246,7 +247,7 @@ func (f *fleet) killBusiest(ctx context.Context) (killed, error) {
 	var best *member
 	var held []string
 	for _, m := range f.members {
-		if m.killed {
+		if m.killed.Load() {
 			continue
 		}
 		st, err := clusterOf(ctx, m)
@@ -266,7 +267,7 @@ func (f *fleet) killBusiest(ctx context.Context) (killed, error) {
 	if f.lb != nil {
 		f.lb.remove(best.hookAddr)
 	}
-	best.killed = true
+	best.killed.Store(true)
 	best.proc.kill()
 	return killed{member: best.n, at: time.Now(), sessions: held}, nil
 }

@@ -67,7 +67,9 @@
 // owner repeats, as Telegram has no idempotency key). After a kill the
 // verdict is what the fake received: duplicates and the survivors' log
 // errors are reported, not counted as errors. -pause spaces a
-// conversation's messages so that a small load spans the kill.
+// conversation's messages (half to one and a half times it, by
+// conversation, so that they do not send in waves) and lets a small load
+// span the kill.
 package main
 
 import (
