@@ -20,7 +20,8 @@ import (
 type botReport struct {
 	// PeakRSS is VmHWM of the bot's process, in bytes.
 	PeakRSS int64 `json:"peak_rss"`
-	// CPU is the process's user+system time (set by the parent; 0 in-process).
+	// CPU is the process's user+system time during the load (set by the
+	// parent; 0 in-process).
 	CPU time.Duration `json:"-"`
 	// InProcess says PeakRSS includes the driver and the fakes.
 	InProcess bool `json:"-"`
@@ -42,6 +43,8 @@ type botProc struct {
 	err    error
 	pid    int              // the child's process id (0 in this process)
 	killFn func() botReport // SIGKILL and wait (nil in this process)
+	// cpu is the child's user+system time so far (nil in this process).
+	cpu func() time.Duration
 }
 
 // stop stops the bot (once) and returns its report.
@@ -152,13 +155,20 @@ func startChild(spec botSpec, stderr io.Writer) (*botProc, error) {
 		waitErr = cmd.Wait()
 		<-read
 	}()
-	return &botProc{exited: exited, pid: cmd.Process.Pid, killFn: func() botReport {
+	pid := cmd.Process.Pid
+	return &botProc{exited: exited, pid: pid, cpu: func() time.Duration {
+		select {
+		case <-exited:
+			return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		default:
+			return procCPU(pid)
+		}
+	}, killFn: func() botReport {
 		// VmHWM is gone with the process: read it first.
 		rep := botReport{PeakRSS: procPeakRSS(cmd.Process.Pid), Err: "killed with SIGKILL"}
 		_ = cmd.Process.Kill()
 		<-exited
 		_ = stdin.Close()
-		rep.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		return rep
 	}, stopFn: func() (botReport, error) {
 		_ = stdin.Close() // the child stops at EOF
@@ -174,7 +184,6 @@ func startChild(spec botSpec, stderr io.Writer) (*botProc, error) {
 		if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &rep); err != nil {
 			return rep, fmt.Errorf("the bot's process (%v) reported nothing readable: %w", waitErr, err)
 		}
-		rep.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		if waitErr != nil {
 			return rep, fmt.Errorf("the bot's process: %w: %s", waitErr, rep.Err)
 		}

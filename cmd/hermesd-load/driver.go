@@ -87,6 +87,7 @@ func runLoad(ctx context.Context, o options, stderr io.Writer) (_ *result, err e
 	if o.killAfter > 0 {
 		kill = bots.killBusiest
 	}
+	bots.loadStarts()
 	cpu0 := processCPU()
 	var pgCPU0 time.Duration
 	if pg != nil {
@@ -94,6 +95,7 @@ func runLoad(ctx context.Context, o options, stderr io.Writer) (_ *result, err e
 	}
 	derr := drive(lctx, fake, l, o, kill)
 	driverCPU := processCPU() - cpu0
+	bots.loadEnded()
 	var pgCPU time.Duration
 	if pg != nil {
 		pgCPU = pg.cpu() - pgCPU0

@@ -25,6 +25,8 @@ type member struct {
 	httpAddr string // HERMES_HTTP_ADDR: /readyz, /api/cluster ("" for the echo bot)
 	hookAddr string // TELEGRAM_WEBHOOK_LISTEN ("" when polling)
 	killed   atomic.Bool
+	cpu0     time.Duration // CPU time when the load began
+	loadCPU  time.Duration // CPU time during the load
 }
 
 // fleet is the bots of one run and, with webhooks, the balancer in front of
@@ -272,7 +274,27 @@ func (f *fleet) killBusiest(ctx context.Context) (killed, error) {
 	return killed{member: best.n, at: time.Now(), sessions: held}, nil
 }
 
-// stop stops every bot and returns their reports, in member order.
+// loadStarts and loadEnded bracket the load, so that CPU figures leave out
+// starting (a cluster forming) and stopping. A killed member's CPU counts
+// up to its death.
+func (f *fleet) loadStarts() {
+	for _, m := range f.members {
+		if m.proc.cpu != nil {
+			m.cpu0 = m.proc.cpu()
+		}
+	}
+}
+
+func (f *fleet) loadEnded() {
+	for _, m := range f.members {
+		if m.proc.cpu != nil {
+			m.loadCPU = m.proc.cpu() - m.cpu0
+		}
+	}
+}
+
+// stop stops every bot and returns their reports, in member order, with
+// the CPU time of the load.
 func (f *fleet) stop() ([]botReport, error) {
 	reps := make([]botReport, len(f.members))
 	errs := make([]error, len(f.members))
@@ -280,6 +302,7 @@ func (f *fleet) stop() ([]botReport, error) {
 	for i, m := range f.members {
 		wg.Go(func() {
 			reps[i], errs[i] = m.proc.stop()
+			reps[i].CPU = m.loadCPU
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("member %d: %w", m.n, errs[i])
 			}

@@ -102,3 +102,11 @@ func procStat(pid int) ([]int64, bool) {
 // ticks converts clock ticks to time: USER_HZ is 100 on every Linux
 // architecture Go supports.
 func ticks(n int64) time.Duration { return time.Duration(n) * (time.Second / 100) }
+
+// procCPU is process pid's user+system time so far (0 when unreadable).
+func procCPU(pid int) time.Duration {
+	if f, ok := procStat(pid); ok {
+		return ticks(f[11] + f[12])
+	}
+	return 0
+}
