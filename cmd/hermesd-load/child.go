@@ -122,13 +122,23 @@ func startChild(spec botSpec, stderr io.Writer) (*botProc, error) {
 	for _, k := range slices.Sorted(maps.Keys(spec.env)) {
 		args = append(args, "-set", k+"="+spec.env[k])
 	}
+	// The child's temporary files (its HERMES_HOME, its log) go into a
+	// directory of its own, removed once it exited: a child killed with
+	// SIGKILL cannot clean up after itself.
+	tmp, err := os.MkdirTemp("", "hermesd-load-child-")
+	if err != nil {
+		return nil, fmt.Errorf("the child's temporary directory: %w", err)
+	}
 	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("child stdin: %w", err)
 	}
 	rr, rw, err := os.Pipe()
 	if err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("the child's report pipe: %w", err)
 	}
 	cmd.ExtraFiles = []*os.File{rw} // the child's reportFD
@@ -138,6 +148,7 @@ func startChild(spec botSpec, stderr io.Writer) (*botProc, error) {
 	if err := cmd.Start(); err != nil {
 		rr.Close()
 		rw.Close()
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("start the bot's process: %w", err)
 	}
 	rw.Close()
@@ -154,6 +165,7 @@ func startChild(spec botSpec, stderr io.Writer) (*botProc, error) {
 		defer close(exited)
 		waitErr = cmd.Wait()
 		<-read
+		_ = os.RemoveAll(tmp)
 	}()
 	pid := cmd.Process.Pid
 	return &botProc{exited: exited, pid: pid, cpu: func() time.Duration {
