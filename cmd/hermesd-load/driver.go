@@ -43,7 +43,7 @@ func runLoad(ctx context.Context, o options, stderr io.Writer) (_ *result, err e
 	hermesd := o.target == "hermesd"
 	var pg *postgres
 	if hermesd && o.store == "postgres" {
-		if pg, err = startPostgres(ctx); err != nil {
+		if pg, err = startPostgres(ctx, o.pgDurable); err != nil {
 			return nil, err
 		}
 		defer func() { err = errors.Join(err, pg.stop()) }()

@@ -33,6 +33,7 @@ type options struct {
 	driverProf     string
 	logLevel       string
 	store          string        // "sqlite" or "postgres"
+	pgDurable      bool          // PostgreSQL with fsync and synchronous commit on
 	members        int           // hermesd processes; > 1 is a cluster over PostgreSQL
 	ingress        string        // Telegram: "poll" or "webhook"
 	killAfter      time.Duration // kill -9 the busiest member this long into the load (0: never)
@@ -88,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.driverProf, "driver-cpuprofile", "", "write this process's CPU profile (driver, fakes, model) to this file")
 	fs.StringVar(&o.logLevel, "log-level", "info", "hermesd's HERMES_LOG_LEVEL; its log goes to a file in the temporary HERMES_HOME")
 	fs.StringVar(&o.store, "store", "sqlite", "hermesd's store: sqlite (a file in a temporary HERMES_HOME) or postgres (a throwaway server started with store/pgtest, a fresh database)")
+	fs.BoolVar(&o.pgDurable, "pg-durable", false, "with -store postgres: fsync and synchronous commit on, as in production (off by default, as in the tests: SQLite's synchronous=NORMAL does not flush each commit either)")
 	fs.IntVar(&o.members, "members", 1, "hermesd processes; more than 1 runs a cluster (HERMES_CLUSTER=on) over PostgreSQL, Telegram webhooks behind a round-robin balancer")
 	fs.StringVar(&o.ingress, "ingress", "", "Telegram ingress: poll (getUpdates) or webhook (through the driver's round-robin balancer); default poll for one member, webhook for a cluster")
 	fs.DurationVar(&o.killAfter, "kill-after", 0, "with -members > 1: this long into the load, kill -9 the member holding the most sessions and report the failover")
@@ -215,6 +217,9 @@ func (o options) validate() error {
 	}
 	if o.killAfter > 0 && o.killAfter >= o.duration {
 		errs = append(errs, errors.New("-kill-after must fall within -duration"))
+	}
+	if o.pgDurable && o.store != "postgres" {
+		errs = append(errs, errors.New("-pg-durable is PostgreSQL's: add -store postgres"))
 	}
 	if o.target == "echo" && (o.store != "sqlite" || o.ingress != "poll") {
 		errs = append(errs, errors.New("the echo bot has no store and polls: -store and -ingress are hermesd's"))

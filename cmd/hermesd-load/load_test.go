@@ -122,6 +122,7 @@ func TestFlags_RefuseWhatCannotBeMeasured(t *testing.T) {
 		{[]string{"-members", "0"}, "-members must be ≥ 1"},
 		{[]string{"-store", "mysql"}, "-store"},
 		{[]string{"-target", "echo", "-store", "postgres"}, "the echo bot has no store"},
+		{[]string{"-pg-durable"}, "add -store postgres"},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(c.args, io.Discard)

@@ -13,15 +13,16 @@ import (
 )
 
 // postgres is the throwaway PostgreSQL of a -store postgres run: its own
-// server (initdb and pg_ctl in a temporary directory, store/pgtest) and a
-// fresh database, gone at stop.
+// server (initdb and pg_ctl in a temporary directory, store/pgtest; fsync
+// and synchronous commit off unless durable) and a fresh database, gone at
+// stop.
 type postgres struct {
 	srv *pgtest.Server
 	url string
 }
 
-func startPostgres(ctx context.Context) (*postgres, error) {
-	srv, err := pgtest.Start(ctx, pgtest.Options{})
+func startPostgres(ctx context.Context, durable bool) (*postgres, error) {
+	srv, err := pgtest.Start(ctx, pgtest.Options{Durable: durable})
 	if err != nil {
 		return nil, fmt.Errorf("start PostgreSQL for -store postgres: %w", err)
 	}

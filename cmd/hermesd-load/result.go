@@ -62,6 +62,9 @@ func newResult(o options, l *ledger, members []botReport) *result {
 			}
 		}
 	}
+	if o.store == "postgres" && o.pgDurable {
+		r.Store += " (fsync on)"
+	}
 	r.Failover = l.failover()
 	r.Missing = l.missing()
 	r.Examples, r.Notes = l.examples, l.notes
