@@ -132,6 +132,7 @@ func (a *session) handleClaimed(c actor.Context, m *leaseClaimed) {
 		return
 	}
 	a.fence = m.fence
+	a.claimedAt = time.Now()
 	// Counted from before the claim was sent: the store's expiry is at
 	// least that late.
 	a.leaseUntil = m.at.Add(a.rt.cfg.LeaseTTL)

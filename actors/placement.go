@@ -355,7 +355,8 @@ func (a *session) grainLoaded(c actor.Context, m *stateLoaded) {
 	// One line per activation in cluster mode: where sessions live, and
 	// what a move costs, is worth a log line.
 	a.logger().Info("session activated here", "epoch", a.fence.Epoch, "history", len(m.state.History),
-		"pending", len(m.state.Pending), "took", time.Since(a.activatedAt).Round(10*time.Microsecond))
+		"pending", len(m.state.Pending), "took", time.Since(a.activatedAt).Round(10*time.Microsecond),
+		"claim", a.claimedAt.Sub(a.activatedAt).Round(10*time.Microsecond), "load", time.Since(a.claimedAt).Round(10*time.Microsecond))
 	for _, pid := range a.acks {
 		c.Send(pid, &messages.Routed{SessionKey: a.s.Key()})
 	}

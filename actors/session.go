@@ -107,8 +107,9 @@ type session struct {
 	// rescanning is set while one runs (cluster mode, placement.go).
 	live       map[uint64]bool
 	rescanning bool
-	// activatedAt is when this activation started (cluster mode).
-	activatedAt time.Time
+	// activatedAt is when this activation started, and claimedAt when its
+	// lease was claimed (cluster mode): what a move costs, by step.
+	activatedAt, claimedAt time.Time
 	// model is the catalog model the chat chose with /model, "" for the
 	// default (actors/models.go).
 	model string
