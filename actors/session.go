@@ -425,12 +425,17 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 	if seq := m.GetInboxSeq(); seq != 0 && seq <= a.seen {
 		a.logger().Debug("message taken in at load already", "message", m.GetMessageId())
 		return
+	} else if a.live[seq] {
+		// Routed twice (cluster mode): a delivery given up as late whose
+		// request still landed, then the next attempt.
+		a.logger().Debug("message taken in already", "message", m.GetMessageId())
+		return
 	}
+	a.noteLive(m)
 	if cmd, arg, ok := parseCommand(m.GetText()); ok {
 		a.handleCommand(c, m, cmd, arg)
 		return
 	}
-	a.noteLive(m)
 	if !a.answerable(c, m) {
 		return
 	}
