@@ -326,6 +326,7 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 	defer a.run.Store(nil)
 
 	a.closing.Store(false)
+	a.reconnects(true)
 	if err := a.open(runCtx); err != nil {
 		q.Close()
 		if runCtx.Err() != nil {
@@ -338,6 +339,7 @@ func (a *Adapter) Run(ctx context.Context, in platforms.Inbound) error {
 
 	<-runCtx.Done()
 	a.closing.Store(true)
+	a.reconnects(false)
 	a.log.Info("closing gateway")
 	if err := a.dg.Close(); err != nil {
 		a.log.Warn("close gateway", "err", err)
@@ -376,6 +378,20 @@ func (a *Adapter) open(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// reconnects turns discordgo's own reconnecting on or off. Off from
+// shutdown on: its reconnect loop outlives Close (a read error just before
+// Close starts one, and each error on the connection it opens starts
+// another), and in a cluster the gateway now belongs to another member,
+// whose connection each of these reopenings would cut (two members then
+// took it from each other for seconds, in daemon's TestElectedDiscord). Set
+// under the session's lock, which discordgo's reader takes (closing the
+// connection) before it reads the flag.
+func (a *Adapter) reconnects(on bool) {
+	a.dg.Lock()
+	a.dg.ShouldReconnectOnError = on
+	a.dg.Unlock()
 }
 
 // gatewayRefusal turns the gateway's close codes that no retry can fix into
