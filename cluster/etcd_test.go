@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -207,6 +208,47 @@ func TestClusterOverEtcd(t *testing.T) {
 			seen[k] = s.n
 		}
 	}
+
+	// A replacement joins as a fresh member (the provider gives every
+	// process its own id, so the library's block of the dead one does not
+	// touch it). Its session lease is longer than the etcd lease, so that
+	// what makes it leave below is the etcd lease, not its pause watch.
+	victim.env["HERMES_CLUSTER_LEASE_TTL"] = "20s"
+	victim.start(t, bin)
+	victim.waitReady(t, 60*time.Second)
+	waitMembers(t, slots, 3, 30*time.Second)
+	// Frozen until the others drop it (its etcd lease lapsed), then
+	// resumed: the provider would keep it out of its own view for good, so
+	// it must leave on its own, saying why.
+	_ = victim.cur.cmd.Process.Signal(syscall.SIGSTOP)
+	frozenAt := time.Now()
+	deadline = time.Now().Add(30 * time.Second)
+	for _, s := range survivors {
+		for {
+			st, err := status(s)
+			if err == nil && len(st.Members) == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d still sees %v 30s after member %d froze", s.n, st.Members, victim.n)
+			}
+			time.Sleep(50 * time.Millisecond) // polling membership with a deadline
+		}
+	}
+	_ = victim.cur.cmd.Process.Signal(syscall.SIGCONT)
+	resumedAt := time.Now()
+	select {
+	case <-victim.cur.exited:
+		line := lastLine(victim.logPath, "leaving:")
+		t.Logf("frozen member dropped %s after SIGSTOP; after SIGCONT it left in %s: %s", resumedAt.Sub(frozenAt).Round(time.Millisecond),
+			time.Since(resumedAt).Round(time.Millisecond), line)
+		if !strings.Contains(line, "etcd lease") {
+			t.Errorf("the resumed member left without naming its etcd lease: %q", line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("the resumed member, dropped by the others, still runs 20s after SIGCONT")
+	}
+	victim.cur = nil
 }
 
 // ask sends message m in chat c and returns when its answer reached the

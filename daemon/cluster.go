@@ -135,7 +135,9 @@ func (d *Daemon) clusterInspect() *inspect.ClusterStatus {
 // a member it declared dead, so the process would stay a member the others
 // never answer, still claiming the sessions its own stale view gives it.
 // It leaves instead (Serve returns an error): a supervisor restarts it as
-// a fresh member.
+// a fresh member. It leaves the same way when the placement reports the
+// cluster dropped it for good (cluster.Placement.Lost: with the etcd
+// provider, its etcd lease lapsed).
 func (d *Daemon) watchPauses() (stop func()) {
 	d.fatal = make(chan error, 1)
 	limit := d.cfg.Cluster.LeaseTTL
