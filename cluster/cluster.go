@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -77,6 +78,9 @@ type Placement struct {
 	lost chan error
 	// joined is set once a topology included this member.
 	joined bool
+	// stopReconcile ends the etcd provider's etcdReconciler and waits for
+	// it; nil with other providers.
+	stopReconcile func()
 }
 
 // New returns a member that joins when the runtime starts it.
@@ -159,6 +163,22 @@ func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 	p.mu.Lock()
 	p.c = c
 	p.mu.Unlock()
+	if ep, ok := p.cfg.Provider.(*etcdProvider); ok {
+		sees := func(addr string) bool { return slices.Contains(p.Members(), addr) }
+		r, err := newEtcdReconciler(ep, sys.Address(), sees, c.Remote.BlockList().IsBlocked, p.log)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.run(ctx, time.Second)
+		}()
+		p.mu.Lock()
+		p.stopReconcile = func() { cancel(); <-done }
+		p.mu.Unlock()
+	}
 	if p.provider == "etcd" {
 		p.log.Info("joined the cluster", "cluster", p.cfg.Name, "address", sys.Address(), "provider", p.provider,
 			"etcd", p.cfg.Etcd.Endpoints, "member_ttl", etcdMemberTTL)
@@ -322,7 +342,12 @@ func (p *Placement) Stop() {
 	p.mu.Lock()
 	c := p.c
 	p.c = nil
+	stopReconcile := p.stopReconcile
+	p.stopReconcile = nil
 	p.mu.Unlock()
+	if stopReconcile != nil {
+		stopReconcile()
+	}
 	if c != nil {
 		c.Shutdown(true)
 		p.log.Info("left the cluster")

@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +59,12 @@ const etcdMemberTTL = 3 * time.Second
 //     registers again), and protoactor blocks the member that left:
 //     Placement reports that through Lost, and the daemon leaves so that a
 //     supervisor restarts it as a fresh member.
+//   - It lists the members once, then watches from "now", not from the
+//     revision it listed: a member that registers in between is never
+//     seen (three members started together: one of them saw two members
+//     for good). etcdReconciler lists the members every second and, for a
+//     registered member this one does not see, writes its key again
+//     unchanged so that the watch reports it.
 //   - Shutdown deletes this member's key (the others drop it at once) but
 //     neither revokes its lease nor closes its client: the client lives
 //     until the process exits, as hermesd's does right after.
@@ -63,6 +72,10 @@ type etcdProvider struct {
 	*etcd.Provider
 	endpoints []string
 	bound     time.Duration
+	// cfg and membersKey are for etcdReconciler's own client: the
+	// provider's is not reachable.
+	cfg        clientv3.Config
+	membersKey string
 }
 
 // newEtcdProvider connects to etcd (within cfg.DialTimeout) and returns the
@@ -82,7 +95,7 @@ func newEtcdProvider(cfg Etcd, name string, log *slog.Logger) (*etcdProvider, er
 	if dial <= 0 {
 		dial = 5 * time.Second
 	}
-	p, err := etcd.NewWithConfig(prefix+"/"+name, clientv3.Config{
+	ccfg := clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: dial,
 		// Fail here, with the endpoints named, rather than block in
@@ -93,11 +106,104 @@ func newEtcdProvider(cfg Etcd, name string, log *slog.Logger) (*etcdProvider, er
 		DialKeepAliveTime:    time.Second,
 		DialKeepAliveTimeout: time.Second,
 		Logger:               zap.New(slogCore{log: log.With("component", "etcd-client")}),
-	})
+	}
+	// The provider keeps its members under <base>/<name>/.
+	base := prefix + "/" + name
+	p, err := etcd.NewWithConfig(base, ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd at %s within %s: %w", strings.Join(cfg.Endpoints, ","), dial, err)
 	}
-	return &etcdProvider{Provider: p, endpoints: cfg.Endpoints, bound: 2 * dial}, nil
+	return &etcdProvider{Provider: p, endpoints: cfg.Endpoints, bound: 2 * dial, cfg: ccfg, membersKey: base + "/" + name + "/"}, nil
+}
+
+// etcdReconciler makes up for the provider's missed registrations (see
+// etcdProvider): every second it lists the members registered in etcd
+// and writes again, unchanged and under the same etcd lease, the key of
+// each one this member does not see, unless the library blocked it (it
+// left before). The write is conditional on the key being unchanged since
+// the listing, so a member that left in between is not brought back.
+type etcdReconciler struct {
+	cli    *clientv3.Client
+	prefix string
+	self   string
+	// sees reports whether this member's view holds a member address;
+	// blocked whether the library blocked a member id.
+	sees, blocked func(string) bool
+	log           *slog.Logger
+	nudged        map[string]int
+}
+
+func newEtcdReconciler(e *etcdProvider, self string, sees, blocked func(string) bool, log *slog.Logger) (*etcdReconciler, error) {
+	cli, err := clientv3.New(e.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd at %s: %w", strings.Join(e.endpoints, ","), err)
+	}
+	return &etcdReconciler{cli: cli, prefix: e.membersKey, self: self, sees: sees, blocked: blocked, log: log, nudged: map[string]int{}}, nil
+}
+
+// run reconciles every interval until ctx ends, then closes the client.
+func (r *etcdReconciler) run(ctx context.Context, interval time.Duration) {
+	defer r.cli.Close()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, interval)
+			if err := r.once(rctx); err != nil && ctx.Err() == nil {
+				r.log.Debug("etcd members check failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// etcdMember is the part of the provider's member record (its Node) that
+// the reconciler reads.
+type etcdMember struct {
+	ID   string `json:"id"`
+	Host string `json:"host"`
+	Port int    `json:"port"`
+}
+
+// once lists the members and writes again the keys of those missing here.
+func (r *etcdReconciler) once(ctx context.Context) error {
+	res, err := r.cli.Get(ctx, r.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return err
+	}
+	for _, kv := range res.Kvs {
+		var m etcdMember
+		if err := json.Unmarshal(kv.Value, &m); err != nil || m.Host == "" {
+			continue
+		}
+		addr := net.JoinHostPort(m.Host, strconv.Itoa(m.Port))
+		key := string(kv.Key)
+		if addr == r.self || r.sees(addr) || r.blocked(m.ID) {
+			continue
+		}
+		// A few tries per member: if writing its key again does not make
+		// it appear, something else is wrong; say so once.
+		if r.nudged[key]++; r.nudged[key] > 3 {
+			if r.nudged[key] == 4 {
+				r.log.Warn("a member registered in etcd stays out of this member's view", "member", addr, "key", key)
+			}
+			continue
+		}
+		txn, err := r.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(key, string(kv.Value), clientv3.WithLease(clientv3.LeaseID(kv.Lease)))).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("rewrite %s: %w", key, err)
+		}
+		if txn.Succeeded {
+			r.log.Info("a member registered in etcd was missing from this member's view: its key written again", "member", addr)
+		}
+	}
+	return nil
 }
 
 // StartMember registers this member and starts watching the others, giving
