@@ -35,7 +35,7 @@ func (d *Daemon) joinCluster(deps *actors.Deps, rcfg *actors.Config) error {
 	}
 	pl, err := cluster.New(ccfg, d.log.With("component", "cluster"))
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return fmt.Errorf("join the cluster: %w", err)
 	}
 	deps.Placement = pl
 	deps.Leases = leases{d.store}
