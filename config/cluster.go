@@ -130,6 +130,10 @@ func parseCluster(v map[string]string, bad func(key, format string, args ...any)
 			}
 		}
 	case ProviderEtcd:
+		if h, _, err := net.SplitHostPort(c.Bind); err == nil && c.Advertise == "" && (h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified()) {
+			// The provider registers the address the others dial: this one.
+			bad("HERMES_CLUSTER_ADVERTISE", "required with the etcd provider when HERMES_CLUSTER_BIND listens on all interfaces (%q): the host the other members dial", c.Bind)
+		}
 		if strings.Contains(c.Name, "/") {
 			// The provider takes a member's id from the last path element
 			// of its key, which holds the name.

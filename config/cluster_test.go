@@ -130,6 +130,8 @@ func TestLoad_ClusterProviderRefusals(t *testing.T) {
 		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "http://etcd-1:2379/v3"), []string{"HERMES_CLUSTER_ETCD_ENDPOINTS"}},
 		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_ETCD_PREFIX", "hermesd/"), []string{"HERMES_CLUSTER_ETCD_PREFIX"}},
 		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_NAME", "prod/eu"), []string{"HERMES_CLUSTER_NAME", "/"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_BIND", "0.0.0.0:7610"), []string{"HERMES_CLUSTER_ADVERTISE", "0.0.0.0:7610"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_BIND", ":7610"), []string{"HERMES_CLUSTER_ADVERTISE"}},
 		// automanaged still needs its member list.
 		{on("HERMES_CLUSTER_PROVIDER", "automanaged", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379"), []string{"HERMES_CLUSTER_MEMBERS"}},
 	} {
@@ -144,5 +146,19 @@ func TestLoad_ClusterProviderRefusals(t *testing.T) {
 				t.Errorf("%v: err = %v, want it to say %s", tc.env, err, w)
 			}
 		}
+	}
+}
+
+// Listening on all interfaces is fine with the etcd provider once the
+// address the others dial is given.
+func TestLoad_ClusterOverEtcdBindsAllInterfacesWithAdvertise(t *testing.T) {
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_CLUSTER": "on", "HERMES_DATABASE_URL": "postgres://u@db/h",
+		"HERMES_CLUSTER_PROVIDER": "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS": "etcd:2379",
+		"HERMES_CLUSTER_BIND": "0.0.0.0:7610", "HERMES_CLUSTER_ADVERTISE": "10.0.0.3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := c.Cluster.MemberID(); id != "10.0.0.3:7610" {
+		t.Errorf("member id %q", id)
 	}
 }
