@@ -50,9 +50,10 @@ const etcdMemberTTL = 3 * time.Second
 //     StartMember and Shutdown here give up after a bound.
 //   - Cluster.StartMember panics on a provider error; Placement.Start
 //     recovers it into an error.
-//   - Its watch prefix is <base>/<name> with no trailing separator, so a
-//     cluster "hermesd" would see the members of "hermesd2": the base key
-//     here ends with the cluster's name, so the prefix ends with "/".
+//   - Its watch prefix is <base>/<name> with no trailing separator, so
+//     with one base a cluster "hermesd" would see the members of
+//     "hermesd2": the base key here is <prefix>/<name>, so the name sits
+//     between separators and no other name matches.
 //   - When this member's own etcd lease lapses (a pause or a cut to etcd
 //     longer than etcdMemberTTL) the provider drops this member from its
 //     own topology and never adds it back (it skips its own key when it

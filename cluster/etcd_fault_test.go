@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +92,53 @@ func TestEtcdGoneAMemberStillStops(t *testing.T) {
 		t.Logf("stopped in %s with etcd gone", time.Since(start).Round(time.Millisecond))
 	case <-time.After(15 * time.Second):
 		t.Fatal("Stop still blocked 15s after etcd went away")
+	}
+}
+
+// Two clusters sharing an etcd, one's name a prefix of the other's, do
+// not see each other's members.
+func TestEtcdClustersWhoseNamesShareAPrefixStayApart(t *testing.T) {
+	et := etcdtest.New(t)
+	var pls []*cluster.Placement
+	for _, name := range []string{"a", "ab"} {
+		pl, err := cluster.New(cluster.Config{Name: name, Bind: "127.0.0.1:0",
+			Etcd: cluster.Etcd{Endpoints: []string{et.Endpoint()}, DialTimeout: time.Second}}, quietLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quietLog() }))
+		if err := pl.Start(sys, actor.PropsFromFunc(func(actor.Context) {})); err != nil {
+			t.Fatal(err)
+		}
+		pls = append(pls, pl)
+	}
+	defer func() {
+		var wg sync.WaitGroup
+		for _, pl := range pls {
+			wg.Go(pl.Stop)
+		}
+		wg.Wait()
+	}()
+	// A third member of "ab" joins: both "ab" members see two members
+	// (so the watches work), and "a" still sees itself alone.
+	pl, err := cluster.New(cluster.Config{Name: "ab", Bind: "127.0.0.1:0",
+		Etcd: cluster.Etcd{Endpoints: []string{et.Endpoint()}, DialTimeout: time.Second}}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quietLog() }))
+	if err := pl.Start(sys, actor.PropsFromFunc(func(actor.Context) {})); err != nil {
+		t.Fatal(err)
+	}
+	pls = append(pls, pl)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(pls[1].Members()) != 2 || len(pls[2].Members()) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster ab: members %v and %v, want two each", pls[1].Members(), pls[2].Members())
+		}
+		time.Sleep(20 * time.Millisecond) // polling membership with a deadline
+	}
+	if m := pls[0].Members(); len(m) != 1 || m[0] != pls[0].Address() {
+		t.Errorf("cluster a sees %v, want only itself (%s)", m, pls[0].Address())
 	}
 }
