@@ -132,6 +132,7 @@ func (a *session) handleClaimed(c actor.Context, m *leaseClaimed) {
 		return
 	}
 	a.fence = m.fence
+	a.claimedAt = time.Now()
 	// Counted from before the claim was sent: the store's expiry is at
 	// least that late.
 	a.leaseUntil = m.at.Add(a.rt.cfg.LeaseTTL)
@@ -209,6 +210,12 @@ func (a *session) stopFenced(c actor.Context) {
 		a.leaseClock.Store(0) // the outbox drops what it still holds of ours
 	}
 	a.sendQ = nil
+	// Whoever waits for this activation to take a message is told it did
+	// not, and retries at once: the next activation (here once the lease
+	// is free, or on the key's member) loads the message as pending.
+	for _, pid := range a.acks {
+		c.Send(pid, &messages.Routed{SessionKey: a.s.Key(), Refused: true})
+	}
 	a.acks = nil
 	c.Stop(c.Self())
 }

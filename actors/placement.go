@@ -355,7 +355,8 @@ func (a *session) grainLoaded(c actor.Context, m *stateLoaded) {
 	// One line per activation in cluster mode: where sessions live, and
 	// what a move costs, is worth a log line.
 	a.logger().Info("session activated here", "epoch", a.fence.Epoch, "history", len(m.state.History),
-		"pending", len(m.state.Pending), "took", time.Since(a.activatedAt).Round(10*time.Microsecond))
+		"pending", len(m.state.Pending), "took", time.Since(a.activatedAt).Round(10*time.Microsecond),
+		"claim", a.claimedAt.Sub(a.activatedAt).Round(10*time.Microsecond), "load", time.Since(a.claimedAt).Round(10*time.Microsecond))
 	for _, pid := range a.acks {
 		c.Send(pid, &messages.Routed{SessionKey: a.s.Key()})
 	}
@@ -368,18 +369,22 @@ func (a *session) grainLoaded(c actor.Context, m *stateLoaded) {
 // reports false when the session must not handle m: it no longer holds its
 // lease and is stopping.
 func (a *session) ack(c actor.Context, m any) bool {
-	if a.fenced {
-		return false
-	}
 	if a.rt.placement == nil || !isRouted(m) {
-		return true
+		return !a.fenced
 	}
-	if !a.holdsLease() {
-		// Unacknowledged: the caller retries, and the next owner loads the
-		// message as pending.
+	if !a.fenced && !a.holdsLease() {
+		// The next owner loads the message as pending.
 		a.logger().Warn("session lease about to lapse; stopping")
 		a.rt.leaseLost(a.s, "expired")
 		a.stopFenced(c)
+	}
+	if a.fenced {
+		// Refused (a message still in the mailbox when the session
+		// stopped, too), so that the sender retries now rather than at
+		// its request timeout.
+		if c.Sender() != nil {
+			c.Respond(&messages.Routed{SessionKey: a.s.Key(), Refused: true})
+		}
 		return false
 	}
 	a.lastActive = time.Now()

@@ -107,8 +107,9 @@ type session struct {
 	// rescanning is set while one runs (cluster mode, placement.go).
 	live       map[uint64]bool
 	rescanning bool
-	// activatedAt is when this activation started (cluster mode).
-	activatedAt time.Time
+	// activatedAt is when this activation started, and claimedAt when its
+	// lease was claimed (cluster mode): what a move costs, by step.
+	activatedAt, claimedAt time.Time
 	// model is the catalog model the chat chose with /model, "" for the
 	// default (actors/models.go).
 	model string
@@ -424,12 +425,17 @@ func (a *session) handleUser(c actor.Context, m *messages.UserMessage) {
 	if seq := m.GetInboxSeq(); seq != 0 && seq <= a.seen {
 		a.logger().Debug("message taken in at load already", "message", m.GetMessageId())
 		return
+	} else if a.live[seq] {
+		// Routed twice (cluster mode): a delivery given up as late whose
+		// request still landed, then the next attempt.
+		a.logger().Debug("message taken in already", "message", m.GetMessageId())
+		return
 	}
+	a.noteLive(m)
 	if cmd, arg, ok := parseCommand(m.GetText()); ok {
 		a.handleCommand(c, m, cmd, arg)
 		return
 	}
-	a.noteLive(m)
 	if !a.answerable(c, m) {
 		return
 	}

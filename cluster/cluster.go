@@ -262,7 +262,9 @@ var ErrNotStarted = errors.New("cluster: not started")
 // it holds it. One attempt is one cluster request bounded by the request
 // timeout (the library's retries are off: its backoff sleeps nanoseconds);
 // a dead letter or a timeout drops the cached PID, so the next attempt
-// looks the owner up again and may activate a fresh grain.
+// looks the owner up again and may activate a fresh grain. An activation
+// that cannot take the message (its lease is still held by a member that
+// died) refuses it at once, and the next attempt follows the backoff.
 func (p *Placement) Deliver(ctx context.Context, key string, msg proto.Message) error {
 	p.mu.Lock()
 	c := p.c
@@ -270,7 +272,10 @@ func (p *Placement) Deliver(ctx context.Context, key string, msg proto.Message) 
 	if c == nil {
 		return ErrNotStarted
 	}
-	b := retry.NewBackoff(20*time.Millisecond, time.Second)
+	// Capped low: while a dead member's leases run out, each attempt is
+	// refused within a round trip, and the cap is how late after the
+	// expiry its sessions answer again.
+	b := retry.NewBackoff(20*time.Millisecond, 250*time.Millisecond)
 	for attempt := 1; ; attempt++ {
 		timeout := p.cfg.RequestTimeout
 		if d, ok := ctx.Deadline(); ok {
@@ -279,20 +284,62 @@ func (p *Placement) Deliver(ctx context.Context, key string, msg proto.Message) 
 		if timeout <= 0 {
 			return fmt.Errorf("deliver to %s: %w", key, ctx.Err())
 		}
-		res, err := c.Request(key, Kind, msg,
-			protocluster.WithTimeout(timeout),
-			protocluster.WithContext(c.ActorSystem.Root),
-			protocluster.WithRetryCount(1))
+		err := p.attempt(ctx, c, key, msg, timeout)
 		if err == nil {
-			if r, ok := res.(*messages.Routed); ok && r.GetSessionKey() == key {
-				return nil
-			}
-			err = fmt.Errorf("unexpected answer %T", res)
+			return nil
 		}
 		p.log.Debug("deliver to session: retrying", "session", key, "attempt", attempt, "err", err)
 		if werr := b.Wait(ctx); werr != nil {
 			return fmt.Errorf("deliver to %s after %d attempts: %w (last: %v)", key, attempt, werr, err)
 		}
+	}
+}
+
+// errRefused is an attempt the session's activation refused.
+var errRefused = errors.New("refused by the activation: its lease is held elsewhere or lost")
+
+// attempt is one cluster request of Deliver. It returns by timeout even
+// when the library does not: disthash waits a fixed 5 s for an activation
+// on a member that is gone but not yet out of the topology (protoactor's
+// disthash manager.go:86, ignoring WithTimeout). The abandoned request
+// ends on its own; the message it carries is routed again by the next
+// attempt, and a session takes a routed message once (its inbox seq).
+func (p *Placement) attempt(ctx context.Context, c *protocluster.Cluster, key string, msg proto.Message, timeout time.Duration) error {
+	type result struct {
+		res any
+		err error
+	}
+	done := make(chan result, 1) // never blocks the abandoned request
+	go func() {
+		res, err := c.Request(key, Kind, msg,
+			protocluster.WithTimeout(timeout),
+			protocluster.WithContext(c.ActorSystem.Root),
+			protocluster.WithRetryCount(1))
+		done <- result{res, err}
+	}()
+	t := time.NewTimer(timeout + timeout/4) // the library's own timeout first, when it keeps it
+	defer t.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return r.err
+		}
+		switch res := r.res.(type) {
+		case *messages.Routed:
+			if res.GetSessionKey() != key {
+				return fmt.Errorf("answered for %q", res.GetSessionKey())
+			}
+			if res.GetRefused() {
+				return errRefused
+			}
+			return nil
+		default:
+			return fmt.Errorf("unexpected answer %T", r.res)
+		}
+	case <-t.C:
+		return fmt.Errorf("no answer within %s", timeout)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

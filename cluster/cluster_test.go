@@ -171,12 +171,18 @@ func quietLog() *slog.Logger {
 // startCluster starts n members and waits until each sees all of them.
 func startCluster(t *testing.T, n int, tune func(*actors.Config)) *testCluster {
 	t.Helper()
+	return startClusterTimeout(t, n, time.Second, tune)
+}
+
+// startClusterTimeout is startCluster with the members' request timeout.
+func startClusterTimeout(t *testing.T, n int, requestTimeout time.Duration, tune func(*actors.Config)) *testCluster {
+	t.Helper()
 	agent := test.NewInMemAgent()
 	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform(),
 		model: historyModel{entered: make(chan string, 1), gate: make(chan struct{})}}
 	tc.leases = &flakyLeases{Memory: tc.store}
 	for i := range n {
-		pl, err := cluster.New(cluster.Config{Name: "itest", Bind: "127.0.0.1:0", RequestTimeout: time.Second,
+		pl, err := cluster.New(cluster.Config{Name: "itest", Bind: "127.0.0.1:0", RequestTimeout: requestTimeout,
 			Provider: test.NewTestProvider(agent)}, quietLog())
 		if err != nil {
 			t.Fatal(err)

@@ -73,7 +73,7 @@ func (d *Daemon) observe(deps *actors.Deps) {
 			models = append(models, info.Name)
 		}
 	}
-	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: names, Models: models})
+	m, err := metrics.New(metrics.Options{Actors: o.tree.EachKind, Tools: names, Models: models, Store: d.storeCounts})
 	if err != nil {
 		d.log.Error("metrics are disabled", "err", err)
 	} else {
@@ -173,4 +173,10 @@ func clip(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// storeCounts reads the store writer's counters for the metrics.
+func (d *Daemon) storeCounts() metrics.StoreCounts {
+	w := d.store.Stats()
+	return metrics.StoreCounts{Transactions: w.Batches, Writes: w.Ops, Failed: w.Failed, Fenced: w.Fenced, Queued: int64(w.Queued)}
 }

@@ -851,8 +851,13 @@ func (x *SessionReset) GetConversation() int64 {
 // mode: the session holds the message (it is loaded and owns the session), so
 // the member that accepted it may acknowledge the platform.
 type Routed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionKey    string                 `protobuf:"bytes,1,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	SessionKey string                 `protobuf:"bytes,1,opt,name=session_key,json=sessionKey,proto3" json:"session_key,omitempty"`
+	// refused is set by an activation that cannot take the message: its lease
+	// is held by another member (not yet expired after that member died) or
+	// was lost. The sender retries after its backoff rather than waiting out
+	// its request timeout for an answer that would never come.
+	Refused       bool `protobuf:"varint,2,opt,name=refused,proto3" json:"refused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -892,6 +897,13 @@ func (x *Routed) GetSessionKey() string {
 		return x.SessionKey
 	}
 	return ""
+}
+
+func (x *Routed) GetRefused() bool {
+	if x != nil {
+		return x.Refused
+	}
+	return false
 }
 
 var File_messages_hermes_proto protoreflect.FileDescriptor
@@ -968,10 +980,11 @@ const file_messages_hermes_proto_rawDesc = "" +
 	"sessionKey\"k\n" +
 	"\fSessionReset\x127\n" +
 	"\amessage\x18\x01 \x01(\v2\x1d.hermesd.messages.UserMessageR\amessage\x12\"\n" +
-	"\fconversation\x18\x02 \x01(\x03R\fconversation\")\n" +
+	"\fconversation\x18\x02 \x01(\x03R\fconversation\"C\n" +
 	"\x06Routed\x12\x1f\n" +
 	"\vsession_key\x18\x01 \x01(\tR\n" +
-	"sessionKey*^\n" +
+	"sessionKey\x12\x18\n" +
+	"\arefused\x18\x02 \x01(\bR\arefused*^\n" +
 	"\fDeliveryKind\x12\x1d\n" +
 	"\x19DELIVERY_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVERY_KIND_TEXT\x10\x01\x12\x17\n" +

@@ -31,7 +31,8 @@ type instrumented struct {
 func newInstrumented(t testing.TB) instrumented {
 	t.Helper()
 	tree := inspect.NewTree()
-	m, err := metrics.New(metrics.Options{Actors: tree.EachKind, Tools: []string{"current_time"}})
+	m, err := metrics.New(metrics.Options{Actors: tree.EachKind, Tools: []string{"current_time"},
+		Store: func() metrics.StoreCounts { return metrics.StoreCounts{Transactions: 1, Writes: 1} }})
 	if err != nil {
 		t.Fatal(err)
 	}

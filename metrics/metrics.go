@@ -51,6 +51,9 @@ type Options struct {
 	// Models are the catalog's model names; a model label under any other
 	// name is "other". Empty admits the first 32 names seen.
 	Models []string
+	// Store, if set, is read once per scrape for the store writer's
+	// counters (hermesd_store_*).
+	Store func() StoreCounts
 }
 
 // Metrics records hermesd's metrics and serves them. It implements
@@ -70,11 +73,11 @@ type Metrics struct {
 	msgTypes, requestTypes, statusClasses *bounded
 	models, modelOutcomes, breakerStates *bounded
 
-	actor    actorInstruments
-	receive  *receiveHistogram
-	hermesd  hermesdInstruments
-	callback metric.Registration
-	cluster  clusterInstruments // cluster.go
+	actor     actorInstruments
+	receive   *receiveHistogram
+	hermesd   hermesdInstruments
+	callbacks []metric.Registration
+	cluster   clusterInstruments // cluster.go
 }
 
 // New builds the registry, the MeterProvider and every instrument.
@@ -136,9 +139,18 @@ func New(o Options) (*Metrics, error) {
 		return nil, errors.Join(err, m.provider.Shutdown(context.Background()))
 	}
 	if o.Actors != nil {
-		if m.callback, err = m.registerActorGauges(meter, o.Actors); err != nil {
+		reg, err := m.registerActorGauges(meter, o.Actors)
+		if err != nil {
 			return nil, errors.Join(err, m.provider.Shutdown(context.Background()))
 		}
+		m.callbacks = append(m.callbacks, reg)
+	}
+	if o.Store != nil {
+		reg, err := registerStoreSeries(meter, o.Store)
+		if err != nil {
+			return nil, errors.Join(err, m.unregister(), m.provider.Shutdown(context.Background()))
+		}
+		m.callbacks = append(m.callbacks, reg)
 	}
 	return m, nil
 }
@@ -154,13 +166,18 @@ func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
 // Shutdown stops the MeterProvider; scrapes after it return no OpenTelemetry
 // series.
 func (m *Metrics) Shutdown(ctx context.Context) error {
-	var errs []error
-	if m.callback != nil {
-		errs = append(errs, m.callback.Unregister())
-	}
-	errs = append(errs, m.provider.Shutdown(ctx))
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(m.unregister(), m.provider.Shutdown(ctx)); err != nil {
 		return fmt.Errorf("shut down metrics: %w", err)
 	}
 	return nil
+}
+
+// unregister removes the scrape-time callbacks.
+func (m *Metrics) unregister() error {
+	var errs []error
+	for _, r := range m.callbacks {
+		errs = append(errs, r.Unregister())
+	}
+	m.callbacks = nil
+	return errors.Join(errs...)
 }

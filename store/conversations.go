@@ -176,12 +176,12 @@ func (x *wtx) conversation(key string, conv int64) (int64, error) {
 func readContext(q func(string, []any, ...any) error, rows func(string, ...any) (*sql.Rows, error), noLimit any,
 	key string, conv int64, limit int) (Summary, []Message, error) {
 	if conv <= 0 {
-		if err := q(`SELECT COALESCE((SELECT conversation FROM sessions WHERE key = ?), 1)`, []any{&conv}, key); err != nil {
+		if err := q(qCurrentConversation, []any{&conv}, key); err != nil {
 			return Summary{}, nil, fmt.Errorf("current conversation: %w", err)
 		}
 	}
 	var sum Summary
-	err := q(`SELECT summary, summary_upto FROM conversations WHERE session_key = ? AND conversation = ?`, []any{&sum.Text, &sum.UpTo}, key, conv)
+	err := q(qSummary, []any{&sum.Text, &sum.UpTo}, key, conv)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Summary{}, nil, fmt.Errorf("read summary: %w", err)
 	}
@@ -189,10 +189,7 @@ func readContext(q func(string, []any, ...any) error, rows func(string, ...any) 
 	if limit <= 0 {
 		lim = noLimit
 	}
-	rs, err := rows(`SELECT `+messageColumns+` FROM messages
-		WHERE session_key = ?1 AND conversation = ?2 AND id > ?3
-		AND id NOT IN (SELECT message FROM inbox WHERE session_key = ?1 AND outcome = '')
-		ORDER BY id DESC LIMIT ?4`, key, conv, sum.UpTo, lim)
+	rs, err := rows(qContextMessages, key, conv, sum.UpTo, lim)
 	if err != nil {
 		return Summary{}, nil, fmt.Errorf("read messages: %w", err)
 	}

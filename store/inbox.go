@@ -65,7 +65,7 @@ func (s *Store) Accept(ctx context.Context, key string, m *messages.UserMessage)
 // seq up to this one was either among them or already settled.
 func (s *Store) LastAccepted(ctx context.Context, key string) (uint64, error) {
 	var seq int64
-	if err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM inbox WHERE session_key = ?`, []any{&seq}, key); err != nil {
+	if err := s.queryRow(ctx, qLastAccepted, []any{&seq}, key); err != nil {
 		return 0, fmt.Errorf("last accepted of %s: %w", key, err)
 	}
 	return uint64(seq), nil
@@ -83,6 +83,15 @@ type PendingInput struct {
 // session that restarts after a crash of its actor (not of the process)
 // loads what its previous incarnation wrote.
 func (s *Store) Barrier(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("barrier: %w", ErrClosed)
+	}
+	if s.w.settled() {
+		// Nothing is queued or committing: no transaction to wait for. A
+		// session activating while the store is quiet (a move, a restart)
+		// saves a commit's round trip.
+		return nil
+	}
 	if err := s.write(ctx, 1, func(*wtx) error { return nil }); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
@@ -92,7 +101,7 @@ func (s *Store) Barrier(ctx context.Context) error {
 // Pending returns the session's accepted messages that have no outcome, in
 // arrival order.
 func (s *Store) Pending(ctx context.Context, key string) ([]PendingInput, error) {
-	rows, err := s.query(ctx, `SELECT seq, message, envelope FROM inbox WHERE session_key = ? AND outcome = '' ORDER BY seq`, key)
+	rows, err := s.query(ctx, qPending, key)
 	if err != nil {
 		return nil, fmt.Errorf("pending of %s: %w", key, err)
 	}
@@ -226,7 +235,7 @@ func IdempotencyKey(key string, seq uint64) string { return key + "#" + strconv.
 // Unsent returns the session's queued replies the platform has not
 // confirmed, in order.
 func (s *Store) Unsent(ctx context.Context, key string) ([]*messages.Delivery, error) {
-	rows, err := s.query(ctx, `SELECT seq, delivery FROM outbox WHERE session_key = ? AND delivered IS NULL ORDER BY seq`, key)
+	rows, err := s.query(ctx, qUnsent, key)
 	if err != nil {
 		return nil, fmt.Errorf("unsent of %s: %w", key, err)
 	}

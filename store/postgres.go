@@ -81,7 +81,7 @@ func (s *Store) openPostgres(ctx context.Context, location string, o options) er
 		return c, nil
 	}
 	go s.w.run()
-	return nil
+	return s.warmReads(ctx, o.readers)
 }
 
 // writeStatementTimeout bounds one statement of the writer: a server that
@@ -346,3 +346,4 @@ func isDuplicateMessage(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "messages_by_platform_id"
 }
+

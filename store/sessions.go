@@ -36,6 +36,8 @@ type SessionFilter struct {
 
 const sessionColumns = `key, platform, created, last_active, conversation, voice_mode, busy_policy, turns`
 
+const qSession = `SELECT ` + sessionColumns + ` FROM sessions WHERE key = ?`
+
 func scanSession(sc interface{ Scan(...any) error }) (SessionRecord, error) {
 	var r SessionRecord
 	var created, active int64
@@ -61,7 +63,7 @@ func (s *Store) Session(ctx context.Context, key string) (SessionRecord, error) 
 	if err != nil {
 		return SessionRecord{}, fmt.Errorf("session: %w", err)
 	}
-	st, err := s.readStmt(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE key = ?`)
+	st, err := s.readStmt(ctx, qSession)
 	if err != nil {
 		return SessionRecord{}, fmt.Errorf("session %s: %w", key, err)
 	}

@@ -97,7 +97,7 @@ func (s *Store) SessionModel(ctx context.Context, key string) (string, error) {
 		return "", fmt.Errorf("session model: %w", err)
 	}
 	var name string
-	err := s.queryRow(ctx, `SELECT model FROM sessions WHERE key = ?`, []any{&name}, key)
+	err := s.queryRow(ctx, qSessionModel, []any{&name}, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

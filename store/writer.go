@@ -42,8 +42,12 @@ type writer struct {
 	mu     sync.Mutex
 	queue  []op
 	queued int // total weight in queue
-	closed bool
-	wake   chan struct{} // one slot: "the queue may be non-empty or closed"
+	// unsettled counts ops queued and not yet committed (or failed): 0
+	// means every write ever queued has finished, so a barrier need not
+	// wait for a transaction of its own.
+	unsettled int
+	closed    bool
+	wake      chan struct{} // one slot: "the queue may be non-empty or closed"
 
 	stopped chan struct{} // closed when run returns
 
@@ -91,12 +95,20 @@ func (w *writer) enqueue(o op) error {
 	}
 	w.queue = append(w.queue, o)
 	w.queued += o.weight
+	w.unsettled++
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
 	return nil
+}
+
+// settled reports whether every op queued so far has committed or failed.
+func (w *writer) settled() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unsettled == 0
 }
 
 // take waits for queued ops and moves up to maxBatch messages' worth (at
@@ -185,6 +197,9 @@ func (w *writer) commit(batch []op) {
 	if w.txFailed && w.connect != nil {
 		w.reconnect()
 	}
+	w.mu.Lock()
+	w.unsettled -= len(batch)
+	w.mu.Unlock()
 	// Stats first: a caller told its outcome sees the batch counted.
 	weight := 0
 	for i, o := range batch {

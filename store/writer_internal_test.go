@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func openInternal(t *testing.T, opts ...Option) *Store {
@@ -154,4 +155,49 @@ func errText(err error) string {
 		return "ok"
 	}
 	return err.Error()
+}
+
+// A barrier waits for a write still committing (an earlier incarnation's
+// reply, say) and returns at once when nothing is queued: both halves of
+// what a session loading its state relies on.
+func TestBarrier_WaitsOnlyForWritesStillUnsettled(t *testing.T) {
+	ctx := context.Background()
+	s := openInternal(t)
+	if err := s.Barrier(ctx); err != nil { // after what Open wrote
+		t.Fatal(err)
+	}
+	before := s.w.stats.batches.Load()
+	if err := s.Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.w.stats.batches.Load() - before; n != 0 {
+		t.Fatalf("a barrier on a quiet store committed %d transactions, want none", n)
+	}
+
+	release := holdWriter(t, s)
+	queued := make(chan error, 1)
+	s.AppendAsync([]Message{{SessionKey: "web:dm:a", Role: User, Content: "written by the last incarnation"}}, func(err error) { queued <- err })
+	returned := make(chan error, 1)
+	go func() { returned <- s.Barrier(ctx) }()
+	select {
+	case err := <-returned:
+		t.Fatalf("the barrier returned (%v) while a write queued before it was held", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if err := <-returned; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-queued:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("the barrier returned before the write queued ahead of it was reported")
+	}
+	h, err := s.History(ctx, "web:dm:a", 10)
+	if err != nil || len(h) != 1 {
+		t.Fatalf("after the barrier: %d messages, %v; want the queued one", len(h), err)
+	}
 }
