@@ -43,6 +43,10 @@ type Placement interface {
 	// Owns reports whether this member is where key belongs now. A session
 	// that finds itself elsewhere twice in a row passivates (lease.go).
 	Owns(key string) bool
+	// Internal reports whether msg is the placement's own message to an
+	// activation (protoactor's cluster sends each grain one after
+	// Started), which a session ignores.
+	Internal(msg any) bool
 }
 
 // route hands msg to the session of key: to its router shard on one node,

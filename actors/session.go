@@ -167,6 +167,9 @@ func newSession(rt *Runtime) actor.Actor {
 // Receive dispatches to the current behavior.
 func (a *session) Receive(c actor.Context) {
 	rethrowWork(c.Message())
+	if a.rt.placement != nil && a.rt.placement.Internal(c.Message()) {
+		return
+	}
 	a.rt.fault(KindSession, c)
 	switch c.Message().(type) {
 	case *actor.Stopping, *actor.Restarting:

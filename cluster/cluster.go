@@ -142,9 +142,8 @@ func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 	if p.cfg.Advertise != "" {
 		ropts = append(ropts, remote.WithAdvertisedHost(p.cfg.Advertise))
 	}
-	props := session.Clone(actor.WithReceiverMiddleware(dropClusterInit))
 	cfg := protocluster.Configure(p.cfg.Name, p.cfg.Provider, disthash.New(), remote.Configure(host, port, ropts...),
-		protocluster.WithKinds(protocluster.NewKind(Kind, props)),
+		protocluster.WithKinds(protocluster.NewKind(Kind, session)),
 		protocluster.WithRequestTimeout(p.cfg.RequestTimeout))
 	c := protocluster.New(sys, cfg)
 	sys.EventStream.Subscribe(func(ev any) {
@@ -230,15 +229,13 @@ func (p *Placement) checkSelf(t *protocluster.ClusterTopology, self string) {
 	}
 }
 
-// dropClusterInit keeps the cluster's ClusterInit, sent to every grain
-// after Started, from the session actor, which has no use for it.
-func dropClusterInit(next actor.ReceiverFunc) actor.ReceiverFunc {
-	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		if _, ok := env.Message.(*protocluster.ClusterInit); ok {
-			return
-		}
-		next(c, env)
-	}
+// Internal reports whether msg is the cluster's ClusterInit, which the
+// library hands every grain right after Started, beneath every receiver
+// middleware of ours (its own is added last, innermost), so only the actor
+// can drop it.
+func (p *Placement) Internal(msg any) bool {
+	_, ok := msg.(*protocluster.ClusterInit)
+	return ok
 }
 
 // grainKey reads a grain's session key from its cluster identity; "" when it

@@ -132,6 +132,52 @@ type testCluster struct {
 	leases  *flakyLeases
 	plat    *platform
 	model   historyModel
+	// warnings counts what the runtimes logged at Warn and above.
+	warnings *warnings
+}
+
+// warnings counts log records at Warn and above, by message.
+type warnings struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// count returns how many records with message msg were logged.
+func (w *warnings) count(msg string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[msg]
+}
+
+// warnCounter is a slog handler that counts into w and passes every
+// record next would take on to it.
+type warnCounter struct {
+	w    *warnings
+	next slog.Handler
+}
+
+func (h warnCounter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.next.Enabled(ctx, l)
+}
+
+func (h warnCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.w.mu.Lock()
+		h.w.n[r.Message]++
+		h.w.mu.Unlock()
+	}
+	if !h.next.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h warnCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnCounter{w: h.w, next: h.next.WithAttrs(as)}
+}
+
+func (h warnCounter) WithGroup(g string) slog.Handler {
+	return warnCounter{w: h.w, next: h.next.WithGroup(g)}
 }
 
 // flakyLeases are the shared store's leases, with renewals that a test can
@@ -178,7 +224,7 @@ func startCluster(t *testing.T, n int, tune func(*actors.Config)) *testCluster {
 func startClusterTimeout(t *testing.T, n int, requestTimeout time.Duration, tune func(*actors.Config)) *testCluster {
 	t.Helper()
 	agent := test.NewInMemAgent()
-	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform(),
+	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform(), warnings: &warnings{n: map[string]int{}},
 		model: historyModel{entered: make(chan string, 1), gate: make(chan struct{})}}
 	tc.leases = &flakyLeases{Memory: tc.store}
 	for i := range n {
@@ -193,7 +239,8 @@ func startClusterTimeout(t *testing.T, n int, requestTimeout time.Duration, tune
 		if tune != nil {
 			tune(&cfg)
 		}
-		rt, err := actors.Start(cfg, actors.Deps{Log: quietLog().With("member", i), Persist: tc.store, Model: tc.model,
+		log := slog.New(warnCounter{w: tc.warnings, next: quietLog().Handler()}).With("member", i)
+		rt, err := actors.Start(cfg, actors.Deps{Log: log, Persist: tc.store, Model: tc.model,
 			Adapters: []platforms.Adapter{tc.plat.adapter(i)}, Placement: pl, Leases: tc.leases})
 		if err != nil {
 			t.Fatal(err)
@@ -339,6 +386,11 @@ func TestSessionsAreGrainsAnsweredOnceFromTheMemberThatHoldsThem(t *testing.T) {
 		t.Errorf("all %d sessions on one member: %v", chats, byMember)
 	}
 	t.Logf("sessions per member: %v", byMember)
+	// The cluster's own message to each grain (ClusterInit) is not
+	// mistaken for one the session should have handled.
+	if n := tc.warnings.count("session: unhandled message"); n > 0 {
+		t.Errorf("sessions logged %d unhandled messages", n)
+	}
 }
 
 func TestALeavingMembersSessionsAnswerElsewhereWithTheirHistory(t *testing.T) {

@@ -346,4 +346,3 @@ func isDuplicateMessage(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "messages_by_platform_id"
 }
-

@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net"
 	"os"
-	"time"
 
 	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/daemon"
@@ -18,6 +19,10 @@ type botSpec struct {
 	modelURL         string // …/v1
 	pacing           bool
 	logLevel         string
+	cpuProfile       string // the child's -cpuprofile ("" for none)
+	// env is hermesd settings on top of the ones runHermesd sets: the
+	// HTTP address, the store, the webhook, the cluster.
+	env map[string]string
 }
 
 // runBot runs the bot spec names until ctx ends, logging through log.
@@ -32,12 +37,10 @@ func runBot(ctx context.Context, spec botSpec, log *slog.Logger) error {
 	}
 }
 
-// hermesdShutdown bounds hermesd's Close once the load is over.
-const hermesdShutdown = 30 * time.Second
-
-// runHermesd builds hermesd with daemon.New exactly as the binary does,
+// runHermesd builds and serves hermesd with daemon.New and Serve exactly as
+// the binary does (its HTTP listener too: readiness, /api/cluster),
 // configured through the environment contract (config.Load), with a
-// temporary HERMES_HOME, and runs it until ctx ends.
+// temporary HERMES_HOME and spec.env on top, and runs it until ctx ends.
 func runHermesd(ctx context.Context, spec botSpec, log *slog.Logger) error {
 	home, err := os.MkdirTemp("", "hermesd-load-")
 	if err != nil {
@@ -62,19 +65,24 @@ func runHermesd(ctx context.Context, spec botSpec, log *slog.Logger) error {
 		env["TELEGRAM_BOT_TOKEN"], env["TELEGRAM_API_URL"], env["TELEGRAM_ALLOWED_USERS"] = spec.token, spec.apiURL, "*"
 		env["TELEGRAM_RATE_LIMIT"] = rate
 	}
+	maps.Copy(env, spec.env)
 	cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		return fmt.Errorf("hermesd configuration: %w", err)
 	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on HERMES_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
 	d, err := daemon.New(ctx, cfg, log, daemon.Options{})
 	if err != nil {
+		ln.Close()
 		return fmt.Errorf("start hermesd: %w", err)
 	}
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hermesdShutdown)
-	defer cancel()
-	if err := d.Close(sctx); err != nil {
-		return fmt.Errorf("close hermesd: %w", err)
+	// Serve returns once ctx ends and hermesd closed (within its shutdown
+	// grace), or when a cluster member must leave.
+	if err := d.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("hermesd: %w", err)
 	}
 	return nil
 }

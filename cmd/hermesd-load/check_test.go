@@ -41,13 +41,16 @@ func TestLedger_CountsWhatWentWrong(t *testing.T) {
 	if c := l.match(reply{chat: "1", text: "ok " + formatMarker(0, 1), at: at, ok: true}); c != convs[0] {
 		t.Errorf("the right reply matched %v", c)
 	}
-	if c := l.match(reply{chat: "1", text: "ok " + formatMarker(0, 1), at: at, ok: true}); c != nil || l.unexpected != 1 {
-		t.Errorf("a duplicate: matched %v, unexpected %d", c, l.unexpected)
+	if c := l.match(reply{chat: "1", text: "ok " + formatMarker(0, 1), at: at, ok: true}); c != nil || l.duplicates != 1 || l.unexpected != 0 {
+		t.Errorf("a duplicate: matched %v, duplicates %d, unexpected %d", c, l.duplicates, l.unexpected)
+	}
+	if c := l.match(reply{chat: "1", text: "ok " + formatMarker(0, 5), at: at, ok: true}); c != nil || l.unexpected != 1 {
+		t.Errorf("an answer to a message never sent: matched %v, unexpected %d", c, l.unexpected)
 	}
 	l.match(reply{chat: "1", text: notePrefix + "saved", at: at, ok: true})
 	l.match(reply{chat: "3", text: "hi", at: at, ok: true})
 	l.match(reply{chat: "2", text: "x", at: at, ok: false})
-	if l.notes != 1 || l.unexpected != 2 || l.failed != 1 || l.missing() != 1 || len(l.latencies) != 1 {
+	if l.notes != 1 || l.unexpected != 2 || l.duplicates != 1 || l.failed != 1 || l.missing() != 1 || len(l.latencies) != 1 {
 		t.Errorf("notes %d unexpected %d failed %d missing %d answered %d", l.notes, l.unexpected, l.failed, l.missing(), len(l.latencies))
 	}
 }
@@ -90,5 +93,55 @@ func TestPercentile_NearestRank(t *testing.T) {
 	}
 	if got := percentile(d[:1], 99); got != 1 {
 		t.Errorf("one sample: %d", got)
+	}
+}
+
+func TestLedger_FailoverOfTheKilledMembersSessions(t *testing.T) {
+	t0 := time.Now()
+	// Conversations 0 and 1 were on the killed member, 2 elsewhere.
+	convs := []*conv{{id: 0, chatID: 10, limit: 3}, {id: 1, chatID: 11, limit: 3}, {id: 2, chatID: 12, limit: 3}}
+	l := newLedger(convs, true)
+	l.track = true
+	answer := func(c *conv, seq int, at time.Time) {
+		if got := l.match(reply{chat: c.chat, text: "ok " + formatMarker(c.id, seq), at: at, ok: true}); got != c {
+			t.Fatalf("answer %d of conversation %d not matched", seq, c.id)
+		}
+	}
+	for _, c := range convs {
+		l.injected(c, t0)
+	}
+	answer(convs[0], 1, t0.Add(10*time.Millisecond)) // before the kill: not a failover
+	l.injected(convs[0], t0.Add(3*time.Second))      // sent after the kill
+	kill := t0.Add(time.Second)
+	l.kill = &killed{member: 1, at: kill, sessions: []string{"telegram:dm:10", "telegram:dm:11"}}
+	answer(convs[1], 1, kill.Add(2500*time.Millisecond))            // waiting at the kill: 2.5 s
+	answer(convs[0], 2, t0.Add(3*time.Second+500*time.Millisecond)) // from its message: 0.5 s
+	answer(convs[2], 1, kill.Add(100*time.Millisecond))             // not moved
+	if got := l.match(reply{chat: "11", text: "ok " + formatMarker(1, 1), at: kill.Add(3 * time.Second), ok: true}); got != nil {
+		t.Fatal("a duplicate matched")
+	}
+	f := l.failover()
+	if f.Member != 1 || f.Sessions != 2 || f.Answered != 2 || f.Waiting != 1 {
+		t.Errorf("failover %+v: want member 1, 2 sessions, 2 answered, 1 waiting at the kill", f)
+	}
+	if f.P50 != 500*time.Millisecond || f.Max != 2500*time.Millisecond {
+		t.Errorf("p50 %v max %v, want 500ms and 2.5s", f.P50, f.Max)
+	}
+	if l.duplicates != 1 {
+		t.Errorf("duplicates %d, want 1", l.duplicates)
+	}
+}
+
+func TestPauseOf_SpreadsConversationsApart(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for id := range 10 {
+		p := pauseOf(&conv{id: id}, time.Second)
+		if p < time.Second/2 || p > 3*time.Second/2 {
+			t.Errorf("conversation %d pauses %v, want 0.5–1.5 s", id, p)
+		}
+		seen[p] = true
+	}
+	if len(seen) != 5 {
+		t.Errorf("%d distinct pauses over 10 conversations, want 5", len(seen))
 	}
 }

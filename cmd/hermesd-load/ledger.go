@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,8 +55,21 @@ type ledger struct {
 	first, last time.Time
 
 	unexpected, misrouted, failed int
+	duplicates                    int // answers sent again (marker model only)
 	notes                         int // hermesd's background notes ("💾 …")
 	examples                      []string
+
+	// kill is the member -kill-after killed (nil before, or without it);
+	// with track, answers holds every answer, for the failover.
+	kill    *killed
+	track   bool
+	answers []answer
+}
+
+// answer is one message answered after a kill.
+type answer struct {
+	c            *conv
+	injected, at time.Time
 }
 
 // notePrefix starts the note hermesd posts when a background skill review
@@ -120,6 +134,9 @@ func (l *ledger) match(r reply) *conv {
 	c.waiting = false
 	l.outstanding--
 	l.latencies = append(l.latencies, r.at.Sub(c.at))
+	if l.track {
+		l.answers = append(l.answers, answer{c: c, injected: c.at, at: r.at})
+	}
 	if r.at.After(l.last) {
 		l.last = r.at
 	}
@@ -153,6 +170,13 @@ func (l *ledger) answered(r reply, in []*conv) *conv {
 		l.misrouted++
 		l.example("reply to %s (chat %s) arrived in chat %s", formatMarker(id, seq), l.convs[id].chat, r.chat)
 		return nil
+	case seq >= 1 && (seq < l.convs[id].sent || seq == l.convs[id].sent && !l.convs[id].waiting):
+		// Already answered: sent twice (Telegram has no idempotency key,
+		// so a sender that died between the send and recording its
+		// receipt leaves one for the next owner to send again).
+		l.duplicates++
+		l.example("reply to %s in chat %s again: a duplicate", formatMarker(id, seq), r.chat)
+		return nil
 	case !l.convs[id].waiting || seq != l.convs[id].sent:
 		l.unexpected++
 		l.example("reply to %s in chat %s, but that conversation waits for %d (waiting: %v): a duplicate or stale reply",
@@ -178,4 +202,56 @@ func (l *ledger) missing() int {
 		}
 	}
 	return n
+}
+
+// failover is what a kill -9 of the busiest member did to its sessions.
+type failover struct {
+	Member   int // the killed member
+	Sessions int // the sessions it held
+	// Answered is how many of them answered a message after the kill;
+	// Waiting how many of those had one waiting at the kill.
+	Answered, Waiting int
+	// P50 and Max are over the moved sessions: from the kill (or, for a
+	// session with nothing waiting at the kill, from its next message) to
+	// the session's first answer after the kill.
+	P50, Max time.Duration
+}
+
+// failover measures the kill, once the load is over.
+func (l *ledger) failover() *failover {
+	if l.kill == nil {
+		return nil
+	}
+	f := &failover{Member: l.kill.member, Sessions: len(l.kill.sessions)}
+	moved := map[*conv]bool{}
+	for _, k := range l.kill.sessions {
+		// Keys are platform:kind:chat…; the chat is one of the segments.
+		for _, part := range strings.Split(k, ":") {
+			for _, c := range l.byChat[part] {
+				moved[c] = true
+			}
+		}
+	}
+	first := map[*conv]bool{}
+	var took []time.Duration
+	for _, a := range l.answers {
+		if !moved[a.c] || first[a.c] || !a.at.After(l.kill.at) {
+			continue
+		}
+		first[a.c] = true
+		from := l.kill.at
+		if a.injected.After(from) {
+			from = a.injected
+		} else {
+			f.Waiting++
+		}
+		took = append(took, a.at.Sub(from))
+	}
+	slices.Sort(took)
+	f.Answered = len(took)
+	f.P50 = percentile(took, 50)
+	if len(took) > 0 {
+		f.Max = took[len(took)-1]
+	}
+	return f
 }

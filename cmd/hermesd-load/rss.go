@@ -11,8 +11,13 @@ import (
 
 // peakRSS returns this process's peak resident set size (VmHWM) in bytes,
 // or 0 where /proc is not available.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
+func peakRSS() int64 { return statusPeakRSS("/proc/self/status") }
+
+// procPeakRSS is peakRSS of process pid.
+func procPeakRSS(pid int) int64 { return statusPeakRSS("/proc/" + strconv.Itoa(pid) + "/status") }
+
+func statusPeakRSS(path string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
