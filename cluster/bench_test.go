@@ -128,8 +128,9 @@ func pct(d []time.Duration, p int) string {
 
 // startMembers starts n hermesd processes behind a webhook balancer: one
 // plain daemon when n is 1 (on SQLite when db is ""), else n cluster
-// members over db.
-func startMembers(t *testing.T, bin string, n int, db string, tg *telegramtest.Server, mdl *modeltest.Server) ([]*slot, *balancer) {
+// members over db. Each hook may change a slot's environment before its
+// process starts (another cluster provider, say).
+func startMembers(t *testing.T, bin string, n int, db string, tg *telegramtest.Server, mdl *modeltest.Server, hooks ...func(*slot)) ([]*slot, *balancer) {
 	t.Helper()
 	lb := &balancer{}
 	lbSrv := httptest.NewServer(lb)
@@ -161,6 +162,9 @@ func startMembers(t *testing.T, bin string, n int, db string, tg *telegramtest.S
 			s.env["HERMES_CLUSTER_MEMBERS"] = strings.Join(healths, ",")
 		}
 		s.logPath = filepath.Join(logDir, fmt.Sprintf("member%d.log", s.n))
+		for _, h := range hooks {
+			h(s)
+		}
 	}
 	t.Cleanup(func() {
 		for _, s := range slots {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -51,6 +52,10 @@ type Config struct {
 	// RequestTimeout bounds one attempt to reach a session; Deliver retries
 	// until its context ends.
 	RequestTimeout time.Duration
+	// Etcd, when its Endpoints are set, makes the members find each
+	// other through etcd (protoactor's etcd provider, etcd.go) instead of
+	// the automanaged provider's HealthPort and Members.
+	Etcd Etcd
 	// Provider replaces the automanaged provider (tests: the in-memory
 	// provider of one process).
 	Provider protocluster.ClusterProvider
@@ -67,6 +72,15 @@ type Placement struct {
 	// here (the library's own is not safe to read from outside); nil until
 	// the first topology.
 	rdv *protocluster.Rendezvous
+	// provider names the membership provider for logs and status.
+	provider string
+	// lost receives why this member cannot stay in the cluster (Lost).
+	lost chan error
+	// joined is set once a topology included this member.
+	joined bool
+	// stopReconcile ends the etcd provider's etcdReconciler and waits for
+	// it; nil with other providers.
+	stopReconcile func()
 }
 
 // New returns a member that joins when the runtime starts it.
@@ -77,17 +91,35 @@ func New(cfg Config, log *slog.Logger) (*Placement, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 2 * time.Second
 	}
-	if cfg.Provider == nil {
-		if cfg.HealthPort <= 0 || len(cfg.Members) == 0 {
-			return nil, errors.New("cluster: the automanaged provider needs a health port and the member list")
-		}
-		cfg.Provider = automanaged.NewWithConfig(2*time.Second, cfg.HealthPort, cfg.Members...)
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Placement{cfg: cfg, log: log}, nil
+	name := "custom"
+	switch {
+	case cfg.Provider != nil:
+	case len(cfg.Etcd.Endpoints) > 0:
+		ep, err := newEtcdProvider(cfg.Etcd, cfg.Name, log)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		cfg.Provider, name = ep, "etcd"
+	default:
+		if cfg.HealthPort <= 0 || len(cfg.Members) == 0 {
+			return nil, errors.New("cluster: the automanaged provider needs a health port and the member list")
+		}
+		cfg.Provider, name = automanaged.NewWithConfig(2*time.Second, cfg.HealthPort, cfg.Members...), "automanaged"
+	}
+	return &Placement{cfg: cfg, log: log, provider: name, lost: make(chan error, 1)}, nil
 }
+
+// Provider names how the members find each other: "automanaged", "etcd",
+// or "custom" (Config.Provider).
+func (p *Placement) Provider() string { return p.provider }
+
+// Lost is sent why this member cannot stay in the cluster: the others
+// dropped it and the pinned library will not take it back (its etcd lease
+// lapsed; etcd.go). The member should leave and start afresh.
+func (p *Placement) Lost() <-chan error { return p.lost }
 
 // Bind returns session's Props bound, on Started, to the key its cluster
 // identity spells (identity.ByKey).
@@ -121,14 +153,80 @@ func (p *Placement) Start(sys *actor.ActorSystem, session *actor.Props) error {
 			p.mu.Lock()
 			p.rdv = rdv
 			p.mu.Unlock()
+			p.checkSelf(t, sys.Address())
 		}
 	})
-	c.StartMember()
+	if err := startMember(c); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	p.c = c
 	p.mu.Unlock()
-	p.log.Info("joined the cluster", "cluster", p.cfg.Name, "address", sys.Address(), "members", p.cfg.Members)
+	if ep, ok := p.cfg.Provider.(*etcdProvider); ok {
+		sees := func(addr string) bool { return slices.Contains(p.Members(), addr) }
+		r, err := newEtcdReconciler(ep, sys.Address(), sees, c.Remote.BlockList().IsBlocked, p.log)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.run(ctx, time.Second)
+		}()
+		p.mu.Lock()
+		p.stopReconcile = func() { cancel(); <-done }
+		p.mu.Unlock()
+	}
+	if p.provider == "etcd" {
+		p.log.Info("joined the cluster", "cluster", p.cfg.Name, "address", sys.Address(), "provider", p.provider,
+			"etcd", p.cfg.Etcd.Endpoints, "member_ttl", etcdMemberTTL)
+	} else {
+		p.log.Info("joined the cluster", "cluster", p.cfg.Name, "address", sys.Address(), "provider", p.provider, "members", p.cfg.Members)
+	}
 	return nil
+}
+
+// startMember starts c as a member, turning the library's panic on a
+// provider error (etcd unreachable, say) into an error.
+func startMember(c *protocluster.Cluster) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: join: %v", r)
+		}
+	}()
+	c.StartMember()
+	return nil
+}
+
+// checkSelf reports through Lost when a topology from the etcd provider no
+// longer holds this member at self after one did: its etcd lease lapsed,
+// the others dropped it, and neither the provider nor the library will
+// take it back (etcd.go).
+func (p *Placement) checkSelf(t *protocluster.ClusterTopology, self string) {
+	if p.provider != "etcd" {
+		return
+	}
+	in := false
+	for _, m := range t.Members {
+		if m.Address() == self {
+			in = true
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if in {
+		p.joined = true
+		return
+	}
+	if !p.joined {
+		return
+	}
+	p.joined = false // reported once
+	select {
+	case p.lost <- fmt.Errorf("this member's etcd lease (%s) lapsed and the cluster dropped it: a pause, or etcd unreachable for longer; restart it as a fresh member", etcdMemberTTL):
+	default:
+	}
 }
 
 // Internal reports whether msg is the cluster's ClusterInit, which the
@@ -288,7 +386,12 @@ func (p *Placement) Stop() {
 	p.mu.Lock()
 	c := p.c
 	p.c = nil
+	stopReconcile := p.stopReconcile
+	p.stopReconcile = nil
 	p.mu.Unlock()
+	if stopReconcile != nil {
+		stopReconcile()
+	}
 	if c != nil {
 		c.Shutdown(true)
 		p.log.Info("left the cluster")

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +28,21 @@ type Cluster struct {
 	// RequestTimeout bounds one attempt to reach a session on a member;
 	// LeaseTTL is how long a session's lease lasts unrenewed.
 	RequestTimeout, LeaseTTL time.Duration
+	// Provider is how the members find each other: ProviderAutomanaged
+	// (the default: Members and HealthPort, no external service) or
+	// ProviderEtcd (an etcd cluster at EtcdEndpoints).
+	Provider string
+	// EtcdEndpoints are the etcd servers' host:port (or http:// URLs);
+	// EtcdPrefix is the key prefix under which the members register.
+	EtcdEndpoints []string
+	EtcdPrefix    string
 }
+
+// The cluster providers built into hermesd (HERMES_CLUSTER_PROVIDER).
+const (
+	ProviderAutomanaged = "automanaged"
+	ProviderEtcd        = "etcd"
+)
 
 // MemberID names this member in lease owners and /status: its advertised
 // (or bound) address.
@@ -54,6 +70,9 @@ var clusterKeys = []struct {
 	{"HERMES_CLUSTER_MEMBERS", "", false},
 	{"HERMES_CLUSTER_REQUEST_TIMEOUT", "2s", false},
 	{"HERMES_CLUSTER_LEASE_TTL", "10s", false},
+	{"HERMES_CLUSTER_PROVIDER", ProviderAutomanaged, false},
+	{"HERMES_CLUSTER_ETCD_ENDPOINTS", "", false},
+	{"HERMES_CLUSTER_ETCD_PREFIX", "/hermesd", false},
 }
 
 // parseCluster reads Cluster from v, reporting bad values through bad.
@@ -87,6 +106,7 @@ func parseCluster(v map[string]string, bad func(key, format string, args ...any)
 		bad("HERMES_CLUSTER_HEALTH_PORT", "want a port number, got %q", v["HERMES_CLUSTER_HEALTH_PORT"])
 	}
 	c.HealthPort = port
+	parseClusterProvider(&c, v, bad)
 	if !c.On {
 		return c
 	}
@@ -99,15 +119,87 @@ func parseCluster(v map[string]string, bad func(key, format string, args ...any)
 		// Port 0 would pick a free port the other members cannot know.
 		bad("HERMES_CLUSTER_BIND", "want a fixed port, got %q", c.Bind)
 	}
-	if len(c.Members) == 0 {
-		bad("HERMES_CLUSTER_MEMBERS", "required when HERMES_CLUSTER=on: every member's host:health-port, this one included")
-	}
-	for _, m := range c.Members {
-		if _, p, err := net.SplitHostPort(m); err != nil || p == "" {
-			bad("HERMES_CLUSTER_MEMBERS", "want host:port entries, got %q", m)
+	switch c.Provider {
+	case ProviderAutomanaged:
+		if len(c.Members) == 0 {
+			bad("HERMES_CLUSTER_MEMBERS", "required when HERMES_CLUSTER=on: every member's host:health-port, this one included")
+		}
+		for _, m := range c.Members {
+			if _, p, err := net.SplitHostPort(m); err != nil || p == "" {
+				bad("HERMES_CLUSTER_MEMBERS", "want host:port entries, got %q", m)
+			}
+		}
+	case ProviderEtcd:
+		if h, _, err := net.SplitHostPort(c.Bind); err == nil && c.Advertise == "" && (h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified()) {
+			// The provider registers the address the others dial: this one.
+			bad("HERMES_CLUSTER_ADVERTISE", "required with the etcd provider when HERMES_CLUSTER_BIND listens on all interfaces (%q): the host the other members dial", c.Bind)
+		}
+		if strings.Contains(c.Name, "/") {
+			// The provider takes a member's id from the last path element
+			// of its key, which holds the name.
+			bad("HERMES_CLUSTER_NAME", "must not contain / with the etcd provider, got %q", c.Name)
 		}
 	}
 	return c
+}
+
+// parseClusterProvider reads HERMES_CLUSTER_PROVIDER and its settings into
+// c; it checks them whether or not cluster mode is on, so a mistake shows
+// before the day the cluster is turned on.
+func parseClusterProvider(c *Cluster, v map[string]string, bad func(key, format string, args ...any)) {
+	c.Provider = strings.ToLower(strings.TrimSpace(v["HERMES_CLUSTER_PROVIDER"]))
+	switch c.Provider {
+	case ProviderAutomanaged, ProviderEtcd:
+	case "consul", "k8s", "kubernetes", "zk", "zookeeper":
+		bad("HERMES_CLUSTER_PROVIDER", "%q is not built into this binary, only automanaged and etcd are: its service cannot run in hermesd's tests, and Kubernetes' client-go alone would grow hermesd by half (about 29 MB, 26 more modules); see docs/operations.md, \"Cluster providers\"", c.Provider)
+	default:
+		bad("HERMES_CLUSTER_PROVIDER", "want automanaged or etcd, got %q", v["HERMES_CLUSTER_PROVIDER"])
+	}
+	c.EtcdEndpoints = list(v["HERMES_CLUSTER_ETCD_ENDPOINTS"])
+	for _, e := range c.EtcdEndpoints {
+		if err := checkEtcdEndpoint(e); err != nil {
+			bad("HERMES_CLUSTER_ETCD_ENDPOINTS", "%v", err)
+		}
+	}
+	c.EtcdPrefix = strings.TrimSpace(v["HERMES_CLUSTER_ETCD_PREFIX"])
+	if c.EtcdPrefix != "" && (!strings.HasPrefix(c.EtcdPrefix, "/") || strings.HasSuffix(c.EtcdPrefix, "/")) {
+		bad("HERMES_CLUSTER_ETCD_PREFIX", "want a key path such as /hermesd (leading /, no trailing /), got %q", c.EtcdPrefix)
+	}
+	if c.On && c.Provider == ProviderEtcd {
+		if len(c.EtcdEndpoints) == 0 {
+			bad("HERMES_CLUSTER_ETCD_ENDPOINTS", "required with HERMES_CLUSTER_PROVIDER=etcd: the etcd servers' host:port, comma-separated")
+		}
+		if c.EtcdPrefix == "" {
+			bad("HERMES_CLUSTER_ETCD_PREFIX", "must not be empty with HERMES_CLUSTER_PROVIDER=etcd")
+		}
+	}
+}
+
+// checkEtcdEndpoint accepts host:port or an http:// URL with a host and a
+// port. https:// is refused: hermesd has no settings for etcd's TLS yet.
+func checkEtcdEndpoint(e string) error {
+	hostport := e
+	if strings.Contains(e, "://") {
+		u, err := url.Parse(e)
+		if err != nil {
+			return fmt.Errorf("want host:port or http://host:port, got %q", e)
+		}
+		if u.Scheme != "http" {
+			return fmt.Errorf("want host:port or http://host:port, got %q (TLS to etcd is not supported yet)", e)
+		}
+		if (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
+			return fmt.Errorf("want host:port or http://host:port, got %q", e)
+		}
+		hostport = u.Host
+	}
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil || h == "" {
+		return fmt.Errorf("want host:port or http://host:port, got %q", e)
+	}
+	if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
+		return fmt.Errorf("want a port number in %q", e)
+	}
+	return nil
 }
 
 // checkCluster refuses what cluster mode cannot run: members that do not

@@ -66,3 +66,99 @@ func TestLoad_ClusterTakesTelegramPolling(t *testing.T) {
 		t.Fatalf("config = cluster %v, token %q, webhook %q", c.Cluster.On, c.TelegramToken, c.TelegramWebhookURL)
 	}
 }
+
+func TestLoad_ClusterProviderDefaultsToAutomanaged(t *testing.T) {
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_CLUSTER": "on", "HERMES_CLUSTER_MEMBERS": "a:1",
+		"HERMES_DATABASE_URL": "postgres://u@db/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cluster.Provider != ProviderAutomanaged {
+		t.Fatalf("provider %q, want automanaged by default", c.Cluster.Provider)
+	}
+}
+
+// With etcd the members find each other through etcd: no member list is
+// needed, the endpoints are.
+func TestLoad_ClusterOverEtcd(t *testing.T) {
+	env := map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_CLUSTER": "on", "HERMES_DATABASE_URL": "postgres://u@db/h",
+		"HERMES_CLUSTER_PROVIDER": " Etcd ", "HERMES_CLUSTER_ETCD_ENDPOINTS": "10.0.0.5:2379, http://etcd-2.internal:2379 ,[::1]:2379"}
+	c, err := Load(lookup(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := c.Cluster
+	want := []string{"10.0.0.5:2379", "http://etcd-2.internal:2379", "[::1]:2379"}
+	if cl.Provider != ProviderEtcd || strings.Join(cl.EtcdEndpoints, ",") != strings.Join(want, ",") || cl.EtcdPrefix != "/hermesd" || len(cl.Members) != 0 {
+		t.Fatalf("cluster = %+v", cl)
+	}
+	// The settings are listed (hermesd config) like the others.
+	settings, err := Resolve(lookup(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]string{}
+	for _, s := range settings {
+		shown[s.Name] = s.Value
+	}
+	if shown["HERMES_CLUSTER_PROVIDER"] != " Etcd " || shown["HERMES_CLUSTER_ETCD_PREFIX"] != "/hermesd" {
+		t.Errorf("settings show provider %q, prefix %q", shown["HERMES_CLUSTER_PROVIDER"], shown["HERMES_CLUSTER_ETCD_PREFIX"])
+	}
+}
+
+func TestLoad_ClusterProviderRefusals(t *testing.T) {
+	on := func(kv ...string) map[string]string {
+		m := map[string]string{"HERMES_CLUSTER": "on", "HERMES_DATABASE_URL": "postgres://u@db/h"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string // all in the error
+	}{
+		{on("HERMES_CLUSTER_PROVIDER", "swarm", "HERMES_CLUSTER_MEMBERS", "a:1"), []string{"HERMES_CLUSTER_PROVIDER", "automanaged or etcd", `"swarm"`}},
+		{on("HERMES_CLUSTER_PROVIDER", "consul"), []string{"HERMES_CLUSTER_PROVIDER", `"consul" is not built into this binary`}},
+		{on("HERMES_CLUSTER_PROVIDER", "k8s"), []string{"HERMES_CLUSTER_PROVIDER", `"k8s" is not built into this binary`, "client-go"}},
+		// Checked with the cluster off too, so a typo shows before the day it is turned on.
+		{map[string]string{"HERMES_CLUSTER_PROVIDER": "kubernetes"}, []string{"HERMES_CLUSTER_PROVIDER", "not built into this binary"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd"), []string{"HERMES_CLUSTER_ETCD_ENDPOINTS", "required"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "etcd-1"), []string{"HERMES_CLUSTER_ETCD_ENDPOINTS", `"etcd-1"`}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "etcd-1:99999"), []string{"HERMES_CLUSTER_ETCD_ENDPOINTS", "port"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "https://etcd-1:2379"), []string{"HERMES_CLUSTER_ETCD_ENDPOINTS", "TLS"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "http://etcd-1:2379/v3"), []string{"HERMES_CLUSTER_ETCD_ENDPOINTS"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_ETCD_PREFIX", "hermesd/"), []string{"HERMES_CLUSTER_ETCD_PREFIX"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_NAME", "prod/eu"), []string{"HERMES_CLUSTER_NAME", "/"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_BIND", "0.0.0.0:7610"), []string{"HERMES_CLUSTER_ADVERTISE", "0.0.0.0:7610"}},
+		{on("HERMES_CLUSTER_PROVIDER", "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379", "HERMES_CLUSTER_BIND", ":7610"), []string{"HERMES_CLUSTER_ADVERTISE"}},
+		// automanaged still needs its member list.
+		{on("HERMES_CLUSTER_PROVIDER", "automanaged", "HERMES_CLUSTER_ETCD_ENDPOINTS", "a:2379"), []string{"HERMES_CLUSTER_MEMBERS"}},
+	} {
+		tc.env["HERMES_HOME"] = t.TempDir()
+		_, err := Load(lookup(tc.env))
+		if err == nil {
+			t.Errorf("%v: loaded, want an error", tc.env)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: err = %v, want it to say %s", tc.env, err, w)
+			}
+		}
+	}
+}
+
+// Listening on all interfaces is fine with the etcd provider once the
+// address the others dial is given.
+func TestLoad_ClusterOverEtcdBindsAllInterfacesWithAdvertise(t *testing.T) {
+	c, err := Load(lookup(map[string]string{"HERMES_HOME": t.TempDir(), "HERMES_CLUSTER": "on", "HERMES_DATABASE_URL": "postgres://u@db/h",
+		"HERMES_CLUSTER_PROVIDER": "etcd", "HERMES_CLUSTER_ETCD_ENDPOINTS": "etcd:2379",
+		"HERMES_CLUSTER_BIND": "0.0.0.0:7610", "HERMES_CLUSTER_ADVERTISE": "10.0.0.3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := c.Cluster.MemberID(); id != "10.0.0.3:7610" {
+		t.Errorf("member id %q", id)
+	}
+}

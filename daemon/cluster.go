@@ -11,6 +11,7 @@ import (
 
 	"github.com/hermesd/hermesd/actors"
 	"github.com/hermesd/hermesd/cluster"
+	"github.com/hermesd/hermesd/config"
 	"github.com/hermesd/hermesd/inspect"
 	"github.com/hermesd/hermesd/messages"
 	"github.com/hermesd/hermesd/store"
@@ -27,10 +28,14 @@ func (d *Daemon) joinCluster(deps *actors.Deps, rcfg *actors.Config) error {
 	if d.cfg.DatabaseURL == "" {
 		return errors.New("HERMES_CLUSTER=on needs a store the members share: set HERMES_DATABASE_URL to a PostgreSQL database")
 	}
-	pl, err := cluster.New(cluster.Config{Name: c.Name, Bind: c.Bind, Advertise: c.Advertise, HealthPort: c.HealthPort,
-		Members: c.Members, RequestTimeout: c.RequestTimeout}, d.log.With("component", "cluster"))
+	ccfg := cluster.Config{Name: c.Name, Bind: c.Bind, Advertise: c.Advertise, HealthPort: c.HealthPort,
+		Members: c.Members, RequestTimeout: c.RequestTimeout}
+	if c.Provider == config.ProviderEtcd {
+		ccfg.Etcd = cluster.Etcd{Endpoints: c.EtcdEndpoints, Prefix: c.EtcdPrefix}
+	}
+	pl, err := cluster.New(ccfg, d.log.With("component", "cluster"))
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return fmt.Errorf("join the cluster: %w", err)
 	}
 	deps.Placement = pl
 	deps.Leases = leases{d.store}
@@ -130,7 +135,9 @@ func (d *Daemon) clusterInspect() *inspect.ClusterStatus {
 // a member it declared dead, so the process would stay a member the others
 // never answer, still claiming the sessions its own stale view gives it.
 // It leaves instead (Serve returns an error): a supervisor restarts it as
-// a fresh member.
+// a fresh member. It leaves the same way when the placement reports the
+// cluster dropped it for good (cluster.Placement.Lost: with the etcd
+// provider, its etcd lease lapsed).
 func (d *Daemon) watchPauses() (stop func()) {
 	d.fatal = make(chan error, 1)
 	limit := d.cfg.Cluster.LeaseTTL
@@ -143,6 +150,10 @@ func (d *Daemon) watchPauses() (stop func()) {
 		for {
 			select {
 			case <-done:
+				return
+			case err := <-d.placement.Lost():
+				// The others dropped this member for good (cluster/etcd.go).
+				d.fatal <- err
 				return
 			case now := <-t.C:
 				// Monotonic time: a pause shows as a long gap between ticks.

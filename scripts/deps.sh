@@ -3,7 +3,7 @@
 #   scripts/deps.sh run    what the daemon uses (speech)
 #   scripts/deps.sh test   that, plus what the tests use (opusinfo, chromium, protoc, pdftotext,
 #                          bwrap: the terminal tool's sandbox, optional when running;
-#                          postgresql: store/pgtest's throwaway servers)
+#                          postgresql: store/pgtest's throwaway servers; etcd-server: cluster/etcdtest's)
 set -euo pipefail
 
 want=(espeak-ng:espeak-ng lame:lame)
@@ -16,6 +16,10 @@ if [[ "${1:-run}" == "test" ]]; then
 		want+=(initdb:postgresql)
 	fi
 	want+=(pdftotext:poppler-utils) # PDF documents sent in a chat (optional when running)
+	# cluster/etcdtest's throwaway etcd (the etcd cluster provider's test). Where systemd runs,
+	# the package also starts a system etcd on 127.0.0.1:2379 that the tests do not use:
+	# `systemctl disable --now etcd` if it is not wanted.
+	want+=(etcd:etcd-server)
 fi
 
 missing=()

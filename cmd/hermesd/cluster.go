@@ -33,8 +33,8 @@ func printCluster(ctx context.Context, env func(string) (string, bool), w io.Wri
 	if err := apiGet(ctx, env, "/api/cluster", &cl); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\ncluster member %s (%s) · %d members: %s · %d sessions held here\n",
-		cl.Member, cl.Address, len(cl.Members), strings.Join(cl.Members, ", "), len(cl.Sessions))
+	fmt.Fprintf(w, "\ncluster member %s (%s) · provider %s · %d members: %s · %d sessions held here\n",
+		cl.Member, cl.Address, cfg.Cluster.Provider, len(cl.Members), strings.Join(cl.Members, ", "), len(cl.Sessions))
 	if len(cl.Sessions) == 0 || limit <= 0 {
 		return nil
 	}
