@@ -119,6 +119,11 @@ func parseCluster(v map[string]string, bad func(key, format string, args ...any)
 		// Port 0 would pick a free port the other members cannot know.
 		bad("HERMES_CLUSTER_BIND", "want a fixed port, got %q", c.Bind)
 	}
+	if h, _, err := net.SplitHostPort(c.Bind); err == nil && c.Advertise == "" && (h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified()) {
+		// Both providers tell the others the address to dial as this
+		// member's remote address, which would be 0.0.0.0 here.
+		bad("HERMES_CLUSTER_ADVERTISE", "required when HERMES_CLUSTER_BIND listens on all interfaces (%q): the host the other members dial", c.Bind)
+	}
 	switch c.Provider {
 	case ProviderAutomanaged:
 		if len(c.Members) == 0 {
@@ -130,10 +135,6 @@ func parseCluster(v map[string]string, bad func(key, format string, args ...any)
 			}
 		}
 	case ProviderEtcd:
-		if h, _, err := net.SplitHostPort(c.Bind); err == nil && c.Advertise == "" && (h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified()) {
-			// The provider registers the address the others dial: this one.
-			bad("HERMES_CLUSTER_ADVERTISE", "required with the etcd provider when HERMES_CLUSTER_BIND listens on all interfaces (%q): the host the other members dial", c.Bind)
-		}
 		if strings.Contains(c.Name, "/") {
 			// The provider takes a member's id from the last path element
 			// of its key, which holds the name.
