@@ -378,7 +378,10 @@ func (a *session) handleLoaded(c actor.Context, m *stateLoaded) {
 		a.seen = m.state.LastAccepted
 	}
 	if len(pending) > 0 {
-		a.logger().Info("answering messages accepted before this activation", "pending", len(pending))
+		// Pending is what the store holds unanswered: usually just the
+		// message that activated the session (accepted before it is routed),
+		// more after a crash or a move.
+		a.logger().Info("answering the session's stored unanswered messages", "pending", len(pending))
 		a.answerPending(c, pending)
 	}
 	stash := a.stash
