@@ -71,21 +71,29 @@ func (c *Client) String() string {
 // 429 and 5xx are retried up to Config.MaxRetries times, after Retry-After
 // when the server sent one, else after a jittered exponential backoff. The
 // whole call, waits included, ends at Config.Timeout (a *TimeoutError) or
-// when ctx is done (ctx's error), whichever comes first.
+// when ctx is done (ctx's error), whichever comes first; a streamed call
+// that is delivering ends only when Config.Timeout passes with no new piece
+// (below).
 //
 // With req.OnDelta set the answer is streamed (stream.go): "stream": true
 // with stream_options.include_usage, OnDelta called per piece of text and
 // per tool call as its name appears, and the same Response returned at the
 // end. A server that answers plain JSON instead is read as usual and its
 // answer delivered as one delta. A failure is retried only while nothing
-// was delivered; after that the caller gets the error.
+// was delivered; after that the caller gets the error. Each delta restarts
+// the timeout: a long answer that keeps coming is not cut off part-way (the
+// turn's own deadline in ctx still bounds it), and one that stalls fails
+// Config.Timeout after its last piece.
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	body, err := encodeRequest(c.model, req)
 	if err != nil {
 		return Response{}, fmt.Errorf("model: chat completion: %w", err)
 	}
-	callCtx, cancel := context.WithTimeoutCause(ctx, c.timeout, &TimeoutError{After: c.timeout})
-	defer cancel()
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timedOut := &TimeoutError{After: c.timeout}
+	deadline := time.AfterFunc(c.timeout, func() { cancel(timedOut) })
+	defer deadline.Stop()
 
 	start := time.Now()
 	// A streamed answer that has shown the user something cannot be taken
@@ -95,6 +103,8 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		onDelta := req.OnDelta
 		req.OnDelta = func(d Delta) {
 			delivered = true
+			// Too late when it fired already: the call is cancelled.
+			deadline.Reset(c.timeout)
 			onDelta(d)
 		}
 	}

@@ -286,6 +286,29 @@ func TestStream_HostileEvents(t *testing.T) {
 	}
 }
 
+// A streamed answer that keeps coming is not cut off at the call timeout:
+// the timeout runs from the last piece. Here the whole answer takes about
+// three times the timeout, each gap a third of it.
+func TestStream_ALongAnswerThatKeepsComingIsNotCutOff(t *testing.T) {
+	const timeout = 450 * time.Millisecond
+	text := "one two three four five six seven eight nine ten"
+	srv := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Reply(text)),
+		modeltest.WithStreaming(modeltest.Streaming{ChunkRunes: 5, Delay: timeout / 3}))
+	c := newClient(t, srv.URL(), func(cfg *model.Config) { cfg.Timeout = timeout })
+	var d deltas
+	start := time.Now()
+	resp, err := c.Complete(t.Context(), streamed("hi", &d))
+	if err != nil {
+		t.Fatalf("after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	}
+	if el := time.Since(start); el < 2*timeout {
+		t.Fatalf("the stream took %s, not longer than the timeout: the test shows nothing", el)
+	}
+	if resp.Message.Content != text {
+		t.Errorf("content = %q, want %q", resp.Message.Content, text)
+	}
+}
+
 func TestStream_TimeoutAndCancelMidStream(t *testing.T) {
 	srv := modeltest.NewServer(t, modeltest.WithHandler(modeltest.Reply("slow slow slow")),
 		modeltest.WithStreaming(modeltest.Streaming{ChunkRunes: 5, Delay: time.Hour}))
