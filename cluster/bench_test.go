@@ -126,11 +126,31 @@ func pct(d []time.Duration, p int) string {
 	return s[i].Round(100 * time.Microsecond).String()
 }
 
-// startMembers starts n hermesd processes behind a webhook balancer: one
-// plain daemon when n is 1 (on SQLite when db is ""), else n cluster
-// members over db. Each hook may change a slot's environment before its
-// process starts (another cluster provider, say).
+// startMembers starts n hermesd processes behind a webhook balancer (from
+// newMembers) and waits until they are ready and, when n > 1, joined.
 func startMembers(t *testing.T, bin string, n int, db string, tg *telegramtest.Server, mdl *modeltest.Server, hooks ...func(*slot)) ([]*slot, *balancer) {
+	t.Helper()
+	slots, lb := newMembers(t, n, db, tg, mdl, hooks...)
+	for _, s := range slots {
+		s.start(t, bin)
+	}
+	for _, s := range slots {
+		s.waitReady(t, 60*time.Second)
+		lb.add(s)
+	}
+	if n > 1 {
+		waitMembers(t, slots, n, 30*time.Second)
+	}
+	return slots, lb
+}
+
+// newMembers prepares n member slots, not started: their addresses, a
+// webhook balancer the fake Telegram posts to (the members are added to it
+// once ready), and each one's environment: one plain daemon when n is 1
+// (on SQLite when db is ""), else n cluster members over db, with hooks
+// applied last. At cleanup the members are killed, and a failed test shows
+// the tail of each one's log.
+func newMembers(t *testing.T, n int, db string, tg *telegramtest.Server, mdl *modeltest.Server, hooks ...func(*slot)) ([]*slot, *balancer) {
 	t.Helper()
 	lb := &balancer{}
 	lbSrv := httptest.NewServer(lb)
@@ -169,20 +189,15 @@ func startMembers(t *testing.T, bin string, n int, db string, tg *telegramtest.S
 	t.Cleanup(func() {
 		for _, s := range slots {
 			if s.cur != nil {
-				_ = s.cur.stop(10 * time.Second)
+				s.cur.kill()
+			}
+		}
+		if t.Failed() {
+			for _, s := range slots {
+				t.Logf("--- member %d log tail (%s) ---\n%s", s.n, s.logPath, tail(s.logPath, 40))
 			}
 		}
 	})
-	for _, s := range slots {
-		s.start(t, bin)
-	}
-	for _, s := range slots {
-		s.waitReady(t, 60*time.Second)
-		lb.add(s)
-	}
-	if n > 1 {
-		waitMembers(t, slots, n, 30*time.Second)
-	}
 	return slots, lb
 }
 

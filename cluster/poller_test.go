@@ -12,9 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,53 +37,15 @@ func TestClusterElectsOneTelegramPoller(t *testing.T) {
 
 	tg := telegramtest.NewServer(t)
 	mdl := modeltest.NewServer(t, modeltest.WithHandler(ackModel))
-	slots := make([]*slot, 3)
-	var healths []string
-	for i := range slots {
-		slots[i] = &slot{n: i, http: freeAddr(t), bind: freeAddr(t), health: freeAddr(t)}
-		healths = append(healths, slots[i].health)
-	}
-	logDir := t.TempDir()
-	for _, s := range slots {
-		_, hp, _ := net.SplitHostPort(s.health)
-		s.env = map[string]string{
-			"PATH":                           os.Getenv("PATH"),
-			"HOME":                           t.TempDir(),
-			"HERMES_HTTP_ADDR":               s.http,
-			"HERMES_LOG_LEVEL":               "info",
-			"HERMES_DATABASE_URL":            dbURL,
-			"HERMES_CLUSTER":                 "on",
-			"HERMES_CLUSTER_NAME":            "pollers",
-			"HERMES_CLUSTER_BIND":            s.bind,
-			"HERMES_CLUSTER_HEALTH_PORT":     hp,
-			"HERMES_CLUSTER_MEMBERS":         strings.Join(healths, ","),
-			"HERMES_CLUSTER_LEASE_TTL":       leaseTTL.String(),
-			"HERMES_CLUSTER_REQUEST_TIMEOUT": requestTimeout.String(),
-			"OPENAI_BASE_URL":                mdl.URL(),
-			"HERMES_MODEL":                   "cluster",
-			"TELEGRAM_BOT_TOKEN":             tg.Token(),
-			"TELEGRAM_API_URL":               tg.URL(),
-			"TELEGRAM_RATE_LIMIT":            "off",
-			"TELEGRAM_ALLOWED_USERS":         "*",
-			"HERMES_TTS_PROVIDER":            "none",
-			"HERMES_STT_PROVIDER":            "none",
-			"HERMES_REVIEW_EVERY":            "0",
-			"HERMES_SWEEP_EVERY":             "0",
-			"HERMES_SHUTDOWN_GRACE":          "2s",
-		}
-		s.logPath = filepath.Join(logDir, fmt.Sprintf("member%d.log", s.n))
-	}
-	t.Cleanup(func() {
-		for _, s := range slots {
-			if s.cur != nil {
-				s.cur.kill()
-			}
-		}
-		if t.Failed() {
-			for _, s := range slots {
-				t.Logf("--- member %d log tail (%s) ---\n%s", s.n, s.logPath, tail(s.logPath, 40))
-			}
-		}
+	slots, _ := newMembers(t, 3, dbURL, tg, mdl, func(s *slot) {
+		s.env["HERMES_CLUSTER_NAME"] = "pollers"
+		s.env["HERMES_CLUSTER_LEASE_TTL"] = leaseTTL.String()
+		s.env["HERMES_CLUSTER_REQUEST_TIMEOUT"] = requestTimeout.String()
+		s.env["HERMES_MODEL"] = "cluster"
+		// Long polling: no webhook.
+		delete(s.env, "TELEGRAM_WEBHOOK_URL")
+		delete(s.env, "TELEGRAM_WEBHOOK_SECRET")
+		delete(s.env, "TELEGRAM_WEBHOOK_LISTEN")
 	})
 
 	start := time.Now()

@@ -127,16 +127,7 @@ func TestElectedTelegram_OnePollerAndHandOver(t *testing.T) {
 	}
 
 	// The server ends a's lock connection: a stops polling, b takes over.
-	admin, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var ended int
-	if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&ended); err != nil || ended != 1 {
-		t.Fatalf("ended %d lock connections (%v), want 1", ended, err)
-	}
+	endLockConnection(t, url)
 	waitUntil(t, 5*time.Second, "b polls after a lost the lock", func() bool { return polling(b) })
 	waitUntil(t, 5*time.Second, "a stands by after losing the lock", func() bool { return a.Health().Standby })
 	tg.SendText(1, 1, "second")
@@ -200,6 +191,23 @@ func TestElectedDiscord_OneGatewayAndHandOver(t *testing.T) {
 		t.Fatalf("%d gateway sessions while one member holds the shard, want 1", n)
 	}
 
+	endLockConnection(t, url)
+	waitUntil(t, 10*time.Second, "b holds the gateway after a lost the lock", func() bool {
+		return !b.Health().Standby && dc.Identifies() == 2 && dc.Connected()
+	})
+	waitUntil(t, 5*time.Second, "a stands by after losing the lock", func() bool { return a.Health().Standby })
+	dc.DM("300", "42", "second")
+	waitUntil(t, 10*time.Second, "b receives the second message", func() bool { return rec.has("b", "second") })
+	if rec.has("a", "second") {
+		t.Error("a received a message after it lost the shard lock")
+	}
+}
+
+// endLockConnection has the server end the one connection of database url
+// that holds an advisory lock (a leader's), as a failover or a network cut
+// would.
+func endLockConnection(t *testing.T, url string) {
+	t.Helper()
 	admin, err := sql.Open("pgx", url)
 	if err != nil {
 		t.Fatal(err)
@@ -209,14 +217,5 @@ func TestElectedDiscord_OneGatewayAndHandOver(t *testing.T) {
 	if err := admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_locks
 		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&ended); err != nil || ended != 1 {
 		t.Fatalf("ended %d lock connections (%v), want 1", ended, err)
-	}
-	waitUntil(t, 10*time.Second, "b holds the gateway after a lost the lock", func() bool {
-		return !b.Health().Standby && dc.Identifies() == 2 && dc.Connected()
-	})
-	waitUntil(t, 5*time.Second, "a stands by after losing the lock", func() bool { return a.Health().Standby })
-	dc.DM("300", "42", "second")
-	waitUntil(t, 10*time.Second, "b receives the second message", func() bool { return rec.has("b", "second") })
-	if rec.has("a", "second") {
-		t.Error("a received a message after it lost the shard lock")
 	}
 }
