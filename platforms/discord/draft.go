@@ -205,6 +205,19 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 		return fmt.Errorf("discord: draft: %w", err)
 	}
 	key, log := s.Key(), a.log.With("session", s.Key())
+	if !d.GetCancelled() {
+		// The channel's draft pacing is waited out before its lock is
+		// taken: replies and notices of other sessions in the channel
+		// need the lock and must not queue behind a draft's pace. A slot
+		// taken by a draft that turns out unchanged is left unused.
+		wait, ok := a.drafts.slot(ch)
+		if !ok {
+			return nil
+		}
+		if err := retry.Sleep(ctx, wait); err != nil {
+			return nil
+		}
+	}
 	unlock, err := a.locks.lock(ctx, ch)
 	if err != nil {
 		return fmt.Errorf("discord: draft in %s: %w", key, err)
@@ -236,13 +249,6 @@ func (a *Adapter) Draft(ctx context.Context, s messages.Session, d *messages.Dra
 	text := draftVisible(d)
 	if strings.TrimSpace(text) == "" || st != nil && st.shown == text {
 		return nil // nothing (new) to show
-	}
-	wait, ok := a.drafts.slot(ch)
-	if !ok {
-		return nil
-	}
-	if err := retry.Sleep(ctx, wait); err != nil {
-		return nil
 	}
 	if st != nil && st.msg != "" {
 		err := a.edit(ctx, log, ch, st.msg, text, 1)
