@@ -64,12 +64,24 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 }
 
 // Fire routes a due scheduled job to its session, activating it from the
-// key exactly as a live message would.
+// key exactly as a live message would. It does not wait: the scheduler
+// calls it from its Receive.
 func (rt *Runtime) Fire(f *messages.ScheduledFire) error {
 	if _, err := messages.ParseKey(f.GetSessionKey()); err != nil {
 		return fmt.Errorf("fire job %s: %w", f.GetJobId(), err)
 	}
-	ctx, cancel := context.WithTimeout(rt.ctx, routeTimeout)
-	defer cancel()
-	return rt.route(ctx, f.GetSessionKey(), f)
+	if rt.placement == nil {
+		return rt.route(rt.ctx, f.GetSessionKey(), f) // a send to the router
+	}
+	// In cluster mode reaching the session can take until a dead member's
+	// lease runs out. The run is claimed already (a one-shot job is gone
+	// from the store), so routing goes on in the background until the
+	// session holds it, not for a bounded time, and other due jobs do not
+	// wait behind it.
+	go func() {
+		if err := rt.route(rt.ctx, f.GetSessionKey(), f); err != nil && rt.ctx.Err() == nil {
+			rt.log.Error("fire job: route to its session", "session", f.GetSessionKey(), "job", f.GetJobId(), "err", err)
+		}
+	}()
+	return nil
 }

@@ -113,7 +113,7 @@ func (rt *Runtime) routeAccepted(ctx context.Context, m *messages.UserMessage) e
 }
 
 // routeTimeout bounds routing one message when the caller gives no
-// deadline (the scheduler, recovery).
+// deadline (recovery).
 const routeTimeout = 30 * time.Second
 
 // recoverOwedPlaced is recoverOwed in cluster mode: each owed session is

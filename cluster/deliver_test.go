@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,35 @@ func TestAMessageDeliveredTwiceToItsLiveSessionIsAnsweredOnce(t *testing.T) {
 	defer tc.plat.mu.Unlock()
 	if n := len(answersTo(tc.plat.got, m.GetMessageId())); n != 1 {
 		t.Fatalf("answered %d times, want once", n)
+	}
+}
+
+// A scheduled job due for a session whose lease a dead member still holds
+// does not hold up the scheduler (Fire returns at once), and the job's run
+// reaches the session once the lease runs out.
+func TestAJobFiredForASessionLeasedElsewhereRunsOnceTheLeaseRunsOut(t *testing.T) {
+	tc := startCluster(t, 2, nil)
+	key := "web:dm:chat13"
+	const left = 2 * time.Second
+	if _, err := tc.leases.Claim(context.Background(), key, "dead-member/1", left); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := tc.members[0].rt.Fire(&messages.ScheduledFire{SessionKey: key, JobId: "j1", Prompt: "stretch"}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > left/2 {
+		t.Fatalf("Fire waited %s for a session it cannot reach yet", took)
+	}
+	tc.plat.wait(t, "the job's run", 10*time.Second, func(got []sent) bool {
+		for _, g := range got {
+			if g.s.Key() == key && strings.Contains(g.d.GetText(), "stretch") {
+				return true
+			}
+		}
+		return false
+	})
+	if took := time.Since(start); took < left {
+		t.Errorf("the job ran %s after it was fired, before the other member's lease ran out (%s)", took, left)
 	}
 }
