@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -199,10 +198,7 @@ func (a *session) saveSettings(c actor.Context) {
 
 func (a *session) handleSettingsSaved(c actor.Context, m *settingsSaved) {
 	a.saving = false
-	if errors.Is(m.err, ErrFenced) {
-		a.logger().Warn("session fenced off: another member owns it now; stopping", "err", m.err)
-		a.rt.leaseLost(a.s, "fenced")
-		a.stopFenced(c)
+	if a.fencedOff(c, m.err) {
 		return
 	}
 	if m.err != nil {

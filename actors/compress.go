@@ -372,8 +372,15 @@ func (a *session) handleCompressResult(c actor.Context, m *compressResult) {
 // or Undo: it replaces the session's summary and history, keeping what the
 // session added since it made the call (those writes were queued after it).
 func (a *session) handleCompacted(c actor.Context, m *compacted) {
+	if a.fencedOff(c, m.err) {
+		return
+	}
 	if m.conv != a.conv {
-		return // /new or /resume since: that conversation is not in memory
+		// /new or /resume since: that conversation is not in memory.
+		if m.asker != nil {
+			a.reply(c, m.asker, "The conversation changed meanwhile; /"+m.op+" applies to the one you are in now.")
+		}
+		return
 	}
 	if m.err != nil {
 		if m.op == "compress" {

@@ -47,18 +47,18 @@ func (a *session) title(c actor.Context, m *messages.UserMessage, arg string) {
 		defer cancel()
 		if arg != "" {
 			if err := cs.SetTitle(ctx, s, conv, arg); err != nil {
-				return &commandReply{m, "⚠️ Could not save the title: the store failed."}
+				return &commandReply{m: m, text: "⚠️ Could not save the title: the store failed.", err: err}
 			}
-			return &commandReply{m, fmt.Sprintf("Title set: %s", arg)}
+			return &commandReply{m: m, text: fmt.Sprintf("Title set: %s", arg)}
 		}
 		t, err := cs.Title(ctx, s, conv)
 		switch {
 		case err != nil:
-			return &commandReply{m, "⚠️ Could not read the title: the store failed."}
+			return &commandReply{m: m, text: "⚠️ Could not read the title: the store failed."}
 		case t == "":
-			return &commandReply{m, "This conversation has no title. Set one with /title <text>."}
+			return &commandReply{m: m, text: "This conversation has no title. Set one with /title <text>."}
 		}
-		return &commandReply{m, "Title: " + t}
+		return &commandReply{m: m, text: "Title: " + t}
 	})
 }
 
@@ -75,9 +75,9 @@ func (a *session) listConversations(c actor.Context, m *messages.UserMessage) {
 		defer cancel()
 		list, err := cs.List(ctx, s)
 		if err != nil {
-			return &commandReply{m, "⚠️ Could not list the conversations: the store failed."}
+			return &commandReply{m: m, text: "⚠️ Could not list the conversations: the store failed."}
 		}
-		return &commandReply{m, formatConversations(list, cur)}
+		return &commandReply{m: m, text: formatConversations(list, cur)}
 	})
 }
 
@@ -152,6 +152,9 @@ func (a *session) resume(c actor.Context, m *messages.UserMessage, arg string) {
 }
 
 func (a *session) handleResumed(c actor.Context, m *resumed) {
+	if a.fencedOff(c, m.err) {
+		return
+	}
 	switch {
 	case errors.Is(m.err, ErrNoConversation):
 		a.reply(c, m.m, fmt.Sprintf("This chat has no conversation %d. Send /sessions for the list.", m.conv))

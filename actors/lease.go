@@ -204,6 +204,20 @@ func (a *session) holdsLease() bool {
 
 // stopFenced stops the session for good: nothing queued is sent, and the
 // lease is not released (it is not ours, or may not be).
+// fencedOff stops the session when err, the store's answer to one of its
+// writes, says another member owns the session now (ErrFenced): that member
+// sends what this one recorded before, and this one sends nothing more. It
+// reports whether it stopped the session.
+func (a *session) fencedOff(c actor.Context, err error) bool {
+	if !errors.Is(err, ErrFenced) {
+		return false
+	}
+	a.logger().Warn("session fenced off: another member owns it now; stopping", "err", err)
+	a.rt.leaseLost(a.s, "fenced")
+	a.stopFenced(c)
+	return true
+}
+
 func (a *session) stopFenced(c actor.Context) {
 	a.fenced = true
 	if a.leaseClock != nil {

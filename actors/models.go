@@ -52,6 +52,9 @@ type ModelSaver interface {
 type commandReply struct {
 	m    *messages.UserMessage
 	text string
+	// err is the store's answer to the write the command made, if any: a
+	// fenced one stops the session instead of replying.
+	err error
 }
 
 // modelName is the catalog name a turn's answer is booked under: the one
@@ -152,7 +155,7 @@ func (a *session) modelCommand(c actor.Context, m *messages.UserMessage, arg str
 		ctx, cancel := context.WithTimeout(WithFence(context.Background(), f), timeout)
 		defer cancel()
 		if err := saver.SaveModel(ctx, s, name); err != nil {
-			return &commandReply{m: m, text: text + " (It could not be saved and may be forgotten: " + err.Error() + ")"}
+			return &commandReply{m: m, text: text + " (It could not be saved and may be forgotten: " + err.Error() + ")", err: err}
 		}
 		return &commandReply{m: m, text: text}
 	})

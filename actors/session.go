@@ -279,6 +279,9 @@ func (a *session) handle(c actor.Context, msg any) {
 	case *messages.SessionResume, *messages.SessionReset, *idleCheck, *rescanned:
 		a.handleGrain(c, m)
 	case *commandReply:
+		if a.fencedOff(c, m.err) {
+			return
+		}
 		a.reply(c, m.m, m.text)
 	case *compressResult:
 		a.handleCompressResult(c, m)
@@ -795,12 +798,7 @@ func (a *session) settle(c actor.Context, st Settlement) {
 
 func (a *session) handleSettled(c actor.Context, m *settled) {
 	a.settling = max(0, a.settling-1) // a report from before a restart counts nothing
-	if errors.Is(m.err, ErrFenced) {
-		// Another member owns the session now: it sends what this one
-		// recorded before; this one sends nothing more.
-		a.logger().Warn("session fenced off: another member owns it now; stopping", "err", m.err)
-		a.rt.leaseLost(a.s, "fenced")
-		a.stopFenced(c)
+	if a.fencedOff(c, m.err) {
 		return
 	}
 	if m.err != nil {
