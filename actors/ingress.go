@@ -40,7 +40,13 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 			rt.log.Error("start a new conversation", "session", s.Key(), "err", err)
 			return fmt.Errorf("start a new conversation: %w", err)
 		}
-		return rt.route(ctx, s.Key(), &conversationReset{m: m, conv: conv})
+		reset := &conversationReset{m: m, conv: conv}
+		if rt.placement != nil {
+			// The new conversation is stored: the session must learn of it
+			// even when it cannot be reached within the platform's request.
+			return rt.routeStored(ctx, s.Key(), reset, m.GetMessageId())
+		}
+		return rt.route(ctx, s.Key(), reset)
 	case isCmd:
 		// Commands steer the session; they are not part of the conversation.
 	default:
@@ -57,7 +63,7 @@ func (rt *Runtime) Receive(ctx context.Context, m *messages.UserMessage) error {
 		}
 		m.InboxSeq = seq
 		if rt.placement != nil {
-			return rt.routeAccepted(ctx, m)
+			return rt.routeStored(ctx, s.Key(), m, m.GetMessageId())
 		}
 	}
 	return rt.route(ctx, m.GetSessionKey(), m)

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -67,7 +68,7 @@ func (rt *Runtime) route(ctx context.Context, key string, msg any) error {
 	default:
 		return fmt.Errorf("route %T to %s: not a message that crosses members", msg, key)
 	}
-	// Shutdown stops every wait at once (routeAccepted says why that is
+	// Shutdown stops every wait at once (routeStored says why that is
 	// safe for stored messages).
 	ctx, cancel := context.WithCancel(ctx)
 	defer context.AfterFunc(rt.draining, cancel)()
@@ -84,29 +85,27 @@ func (rt *Runtime) route(ctx context.Context, key string, msg any) error {
 	return nil
 }
 
-// routeAccepted routes a stored message in cluster mode. The message is
-// durable already, so a failure to reach its session within ctx is not the
-// platform's problem: routing goes on in the background until the session
-// holds it (or shutdown; the next start's recovery resumes the session), and
-// the platform is acknowledged.
-func (rt *Runtime) routeAccepted(ctx context.Context, m *messages.UserMessage) error {
-	// Shutdown stops the wait: the message is stored, and its session's
-	// owner answers it (recovery, or the sweep of sessions that owe work).
-	ctx, cancel := context.WithCancel(ctx)
-	defer context.AfterFunc(rt.draining, cancel)()
-	defer cancel()
-	err := rt.route(ctx, m.GetSessionKey(), m)
-	if err == nil {
+// routeStored routes, in cluster mode, msg whose effect is stored already
+// (an accepted message, a new conversation), so a failure to reach its
+// session within ctx is not the platform's problem: routing goes on in the
+// background until the session holds it (or shutdown; the next start's
+// recovery resumes the session), and the platform is acknowledged. id names
+// the platform's message in logs.
+func (rt *Runtime) routeStored(ctx context.Context, key string, msg any, id string) error {
+	err := rt.route(ctx, key, msg)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrShuttingDown):
+		// route stops its wait at shutdown: the message is stored, and its
+		// session's owner answers it (recovery, or the owed-work sweep).
+		rt.log.Info("shutting down: a stored message is left to its session's owner", "session", key, "message", id)
 		return nil
 	}
-	if rt.draining.Err() != nil {
-		rt.log.Info("shutting down: a stored message is left to its session's owner", "session", m.GetSessionKey(), "message", m.GetMessageId())
-		return nil
-	}
-	rt.log.Warn("session not reached yet; routing on in the background", "session", m.GetSessionKey(), "message", m.GetMessageId(), "err", err)
+	rt.log.Warn("session not reached yet; routing on in the background", "session", key, "message", id, "err", err)
 	go func() {
-		if err := rt.route(rt.ctx, m.GetSessionKey(), m); err != nil && rt.ctx.Err() == nil {
-			rt.log.Error("route a stored message", "session", m.GetSessionKey(), "err", err)
+		if err := rt.route(rt.ctx, key, msg); err != nil && rt.ctx.Err() == nil {
+			rt.log.Error("route a stored message", "session", key, "message", id, "err", err)
 		}
 	}()
 	return nil
