@@ -81,7 +81,11 @@ func (s *Store) openPostgres(ctx context.Context, location string, o options) er
 		return c, nil
 	}
 	go s.w.run()
-	return s.warmReads(ctx, o.readers)
+	if err := s.warmReads(ctx, o.readers); err != nil {
+		// Only a head start: the reads prepare themselves on first use.
+		s.log.Warn("prepare the activation reads", "err", err)
+	}
+	return nil
 }
 
 // writeStatementTimeout bounds one statement of the writer: a server that
