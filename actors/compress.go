@@ -214,8 +214,7 @@ func compressCut(entries []Entry, summary string, budget int, keep float64, limi
 	room := budget*3/4 - tokensOf(len(compressInstructions)+len(summary))
 	used, most := 0, 0
 	for i := 0; i < cut; i++ {
-		m := forModel(msgs[i], limit)
-		used += estimateMessage(&m)
+		used += estimateForModel(&msgs[i], limit)
 		if used > room {
 			break
 		}
