@@ -32,6 +32,14 @@ func (a *Adapter) Draft(_ context.Context, s messages.Session, d *messages.Draft
 	if s.Platform() != messages.Web {
 		return fmt.Errorf("web: draft for %s session %s", s.Platform(), s.Key())
 	}
+	a.mu.Lock()
+	listening := len(a.subs[s.ChatID()]) > 0
+	a.mu.Unlock()
+	if !listening {
+		// Rendered Markdown for nobody (a chat used through POST only):
+		// drafts come many times a second, and each renders the whole text.
+		return nil
+	}
 	ev := Event{draft: &DraftEvent{ID: d.GetId(), Text: d.GetText(), HTML: a.md.render(d.GetText()), Tool: d.GetTool(), Answers: d.GetAnswers(), Cancelled: d.GetCancelled()}}
 	a.mu.Lock()
 	for sub := range a.subs[s.ChatID()] {
