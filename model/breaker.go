@@ -44,27 +44,29 @@ func newBreaker(threshold int, cooldown time.Duration, now func() time.Time) *br
 	return &breaker{threshold: threshold, cooldown: cooldown, now: now, state: BreakerClosed}
 }
 
-// allow reports whether a call may go to the endpoint now; a true answer in
-// the half-open state makes the caller the probe, which must then report
-// success or failure.
-func (b *breaker) allow() bool {
+// allow reports whether a call may go to the endpoint now, and whether it
+// is the half-open state's one probe, which must then report success,
+// failure or release with probe set. Only the probe frees the probe slot: a
+// call that began while the breaker was closed and ends during the probe
+// must not let a second probe through.
+func (b *breaker) allow() (ok, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch b.state {
 	case BreakerOpen:
 		if b.now().Before(b.until) {
-			return false
+			return false, false
 		}
 		b.state, b.probing = BreakerHalfOpen, true
-		return true
+		return true, true
 	case BreakerHalfOpen:
 		if b.probing {
-			return false
+			return false, false
 		}
 		b.probing = true
-		return true
+		return true, true
 	}
-	return true
+	return true, false
 }
 
 // success closes the breaker.
@@ -77,11 +79,13 @@ func (b *breaker) success() {
 // failure counts a failed call; it opens the breaker at the threshold, and
 // reopens a half-open one at once. hold, when positive (a 429's
 // Retry-After), opens it at once for that long.
-func (b *breaker) failure(hold time.Duration) {
+func (b *breaker) failure(hold time.Duration, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.failures++
-	b.probing = false
+	if probe {
+		b.probing = false
+	}
 	switch {
 	case hold > 0:
 		// The server said when to come back; a day-long Retry-After is
@@ -92,8 +96,12 @@ func (b *breaker) failure(hold time.Duration) {
 	}
 }
 
-// release gives up a probe slot without a verdict (the caller went away).
-func (b *breaker) release() {
+// release ends a call without a verdict (the caller went away, or the
+// request was at fault): a probe gives its slot up.
+func (b *breaker) release(probe bool) {
+	if !probe {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.probing = false

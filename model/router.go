@@ -286,7 +286,8 @@ func (r *Router) Complete(ctx context.Context, req Request) (Response, error) {
 	for i, rt := range r.chain(asked) {
 		name := rt.info.Name
 		fallback := i > 0
-		if !rt.breaker.allow() {
+		ok, probe := rt.breaker.allow()
+		if !ok {
 			skipped = append(skipped, name)
 			r.report(Attempt{Model: name, Fallback: fallback, Skipped: true, Breaker: rt.breaker.snapshot()})
 			continue
@@ -302,14 +303,14 @@ func (r *Router) Complete(ctx context.Context, req Request) (Response, error) {
 			return resp, nil
 		}
 		if ctx.Err() != nil {
-			rt.breaker.release()
+			rt.breaker.release(probe)
 			return Response{}, err
 		}
 		hold, endpointFault := failureOf(err)
 		if endpointFault {
-			rt.breaker.failure(hold)
+			rt.breaker.failure(hold, probe)
 		} else {
-			rt.breaker.release()
+			rt.breaker.release(probe)
 		}
 		r.report(Attempt{Model: name, Err: err, Fallback: fallback, Breaker: rt.breaker.snapshot()})
 		if !endpointFault {
