@@ -100,6 +100,9 @@ type route struct {
 	c        Completer
 	breaker  *breaker
 	endpoint string
+	// chain is this model then its fallbacks, depth first, each once: fixed
+	// with the catalog, so worked out in NewRouter, not per call.
+	chain []*route
 }
 
 // Router is a Completer over a catalog of models: it answers with the model
@@ -186,6 +189,9 @@ func NewRouter(cfg RouterConfig) (*Router, error) {
 			}
 		}
 	}
+	for _, name := range r.order {
+		r.routes[name].chain = r.walkChain(name)
+	}
 	r.def = r.order[0]
 	if cfg.Default != "" {
 		if _, ok := r.routes[cfg.Default]; !ok {
@@ -239,8 +245,8 @@ func (r *Router) Breaker(name string) (BreakerState, bool) {
 	return rt.breaker.snapshot(), true
 }
 
-// chain is the requested model then its fallbacks, depth first, each once.
-func (r *Router) chain(name string) []*route {
+// walkChain is the model name then its fallbacks, depth first, each once.
+func (r *Router) walkChain(name string) []*route {
 	var out []*route
 	seen := map[string]bool{}
 	var walk func(string)
@@ -283,7 +289,7 @@ func (r *Router) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	var lastErr error
 	var skipped []string
-	for i, rt := range r.chain(asked) {
+	for i, rt := range r.routes[asked].chain {
 		name := rt.info.Name
 		fallback := i > 0
 		ok, probe := rt.breaker.allow()
