@@ -37,8 +37,9 @@ var _ platforms.Drafter = (*Adapter)(nil)
 //
 // Drafts go through the chat's pacer like messages (at most one a second
 // per chat, the group and global limits too) but never wait behind other
-// chats: a draft that would need a global slot not free now is skipped, as
-// is one the chat's limits would hold back longer than draftMaxWait. A 429
+// chats: a draft takes the next global slot only when no message waits for
+// it (it is then at most one interval away) and is skipped otherwise, as is
+// one the chat's limits would hold back longer than draftMaxWait. A 429
 // on a draft is not retried; it holds the chat's pacer for retry_after, so
 // the final reply waits it out and is sent once.
 
@@ -337,8 +338,8 @@ func isGone(err error) bool {
 // message, if it has one that is not a private preview: the first chunk
 // replaces the draft (an edit), the rest is sent. ok is false when there is
 // no draft message to finish (send as usual).
-func (a *Adapter) finishDraft(ctx context.Context, slot *chatSlot, s messages.Session, t target, d *messages.Delivery, rec *messages.DeliveryReceipt) (ok bool, err error) {
-	if d.GetDraftId() == "" || d.GetKind() == messages.DeliveryKind_DELIVERY_KIND_VOICE {
+func (a *Adapter) finishDraft(ctx context.Context, slot *chatSlot, t target, d *messages.Delivery, rec *messages.DeliveryReceipt) (ok bool, err error) {
+	if d.GetDraftId() == "" {
 		return false, nil
 	}
 	st := a.recorded(ctx, t)

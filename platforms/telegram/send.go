@@ -78,7 +78,7 @@ func (a *Adapter) Send(ctx context.Context, s messages.Session, d *messages.Deli
 	rec := &messages.DeliveryReceipt{Seq: d.GetSeq()}
 	if d.GetKind() == messages.DeliveryKind_DELIVERY_KIND_VOICE {
 		rec.ShownAs, err = a.sendVoice(ctx, slot, t, d, replyTo, rec)
-	} else if done, ferr := a.finishDraft(ctx, slot, s, t, d, rec); done {
+	} else if done, ferr := a.finishDraft(ctx, slot, t, d, rec); done {
 		rec.ShownAs, err = shownText, ferr
 	} else {
 		rec.ShownAs = shownText
