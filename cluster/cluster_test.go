@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,6 +135,20 @@ type testCluster struct {
 	model   historyModel
 	// warnings counts what the runtimes logged at Warn and above.
 	warnings *warnings
+	// sweeps counts the members' looks for sessions that owe work (the
+	// owed-work sweep, and recovery at start).
+	sweeps *atomic.Int64
+}
+
+// sweepCounter is the shared store as the runtimes see it, counting Owed.
+type sweepCounter struct {
+	*actors.Memory
+	n *atomic.Int64
+}
+
+func (s sweepCounter) Owed(ctx context.Context) ([]string, error) {
+	s.n.Add(1)
+	return s.Memory.Owed(ctx)
 }
 
 // warnings counts log records at Warn and above, by message.
@@ -224,7 +239,7 @@ func startCluster(t *testing.T, n int, tune func(*actors.Config)) *testCluster {
 func startClusterTimeout(t *testing.T, n int, requestTimeout time.Duration, tune func(*actors.Config)) *testCluster {
 	t.Helper()
 	agent := test.NewInMemAgent()
-	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform(), warnings: &warnings{n: map[string]int{}},
+	tc := &testCluster{store: actors.NewMemory(), plat: newPlatform(), warnings: &warnings{n: map[string]int{}}, sweeps: new(atomic.Int64),
 		model: historyModel{entered: make(chan string, 1), gate: make(chan struct{})}}
 	tc.leases = &flakyLeases{Memory: tc.store}
 	for i := range n {
@@ -240,7 +255,7 @@ func startClusterTimeout(t *testing.T, n int, requestTimeout time.Duration, tune
 			tune(&cfg)
 		}
 		log := slog.New(warnCounter{w: tc.warnings, next: quietLog().Handler()}).With("member", i)
-		rt, err := actors.Start(cfg, actors.Deps{Log: log, Persist: tc.store, Model: tc.model,
+		rt, err := actors.Start(cfg, actors.Deps{Log: log, Persist: sweepCounter{tc.store, tc.sweeps}, Model: tc.model,
 			Adapters: []platforms.Adapter{tc.plat.adapter(i)}, Placement: pl, Leases: tc.leases})
 		if err != nil {
 			t.Fatal(err)
@@ -610,8 +625,15 @@ func TestAStoredMessageNeverRoutedIsAnsweredByItsLiveSession(t *testing.T) {
 			t.Errorf("%s: answer %q, want %q", how, answersTo(got, m.GetMessageId())[0].d.GetText(), want)
 		}
 	}
-	// Nothing is answered twice by later sweeps.
-	time.Sleep(1200 * time.Millisecond) // two more sweeps: an absence can only be awaited
+	// Nothing is answered twice by later sweeps: two more on each member.
+	after := tc.sweeps.Load() + 2*int64(len(tc.members))
+	deadline := time.Now().Add(10 * time.Second)
+	for tc.sweeps.Load() < after {
+		if time.Now().After(deadline) {
+			t.Fatal("the members stopped sweeping")
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
 	tc.plat.mu.Lock()
 	defer tc.plat.mu.Unlock()
 	for _, id := range []string{"c3-m0", "c3-m1", "c3-m2"} {
