@@ -164,7 +164,7 @@ func (x *wtx) conversation(key string, conv int64) (int64, error) {
 	if conv > 0 {
 		return conv, nil
 	}
-	if err := x.queryRow(`SELECT COALESCE((SELECT conversation FROM sessions WHERE key = ?), 1)`, []any{&conv}, key); err != nil {
+	if err := x.queryRow(qCurrentConversation, []any{&conv}, key); err != nil {
 		return 0, fmt.Errorf("current conversation: %w", err)
 	}
 	return conv, nil
